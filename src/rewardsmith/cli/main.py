@@ -1,0 +1,39 @@
+"""The `rewardsmith` command: one Typer app, a module per command group."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+from rich.console import Console
+
+from rewardsmith.cli import score as score_cmd
+from rewardsmith.cli import tools as tools_cmd
+from rewardsmith.errors import RewardsmithError
+
+app = typer.Typer(
+    name="rewardsmith",
+    help="A reward engine for RL on language models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("score")(score_cmd.score)
+app.add_typer(tools_cmd.app, name="tools")
+
+err_console = Console(stderr=True)
+
+
+def main() -> None:
+    """Entry point: run the app, turning rewardsmith errors into a message and exit code 2."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except RewardsmithError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""`rewardsmith score INPUT -o OUTPUT`: score a JSONL file and print a table per task/tool.
+
+Every input line is validated before anything is scored: a malformed line or one without
+`completion` stops the command (exit 2) with each bad line's number, and no output is
+written. Otherwise every input line yields exactly one output line, in order. The output is
+written to a temporary file and renamed at the end, so an interrupted run leaves no partial
+file behind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.jsonl import atomic_output, read_records, scored_record, write_line
+from rewardsmith.scoring import Scorer, parse_task_map
+from rewardsmith.types import STATUSES, Reward
+
+console = Console()
+
+# Samples handed to the scorer at once: large enough that GRPO groups and tool pools stay
+# busy, small enough that the progress bar moves.
+CHUNK_SIZE = 256
+
+# Short column headers so the table fits 80 columns.
+STATUS_LABELS = {"not_applicable": "n/a", "invalid_reference": "bad ref"}
+
+
+@dataclass
+class GroupStats:
+    count: int = 0
+    total: float = 0.0
+    scored: int = 0
+    seconds: float = 0.0
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    def add(self, reward: Reward, seconds: float) -> None:
+        self.count += 1
+        self.seconds += seconds
+        self.statuses[reward.status] += 1
+        if reward.score is not None:
+            self.total += reward.score
+            self.scored += 1
+
+
+def score(
+    input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="JSONL file of samples.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write scored JSONL.")],
+    tool: Annotated[
+        str | None,
+        typer.Option("--tool", "-t", help="Tool for every sample (NAME or NAME@VERSION)."),
+    ] = None,
+    task_map: Annotated[
+        str | None,
+        typer.Option("--task-map", help="Tool per `task` field: TASK=TOOL,TASK=TOOL,..."),
+    ] = None,
+    library: LibraryOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+) -> None:
+    """Score every line of INPUT with a tool (or a tool per task) and write OUTPUT."""
+    mapping = parse_task_map(task_map) if task_map else {}
+    if tool is None and not mapping:
+        raise typer.BadParameter("give --tool NAME or --task-map TASK=TOOL,...")
+    records = read_records(input_path)
+    lib = open_library(library)
+    scorer = Scorer(tool, mapping, lib)
+    stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
+    try:
+        with atomic_output(output) as handle, _progress(quiet) as progress:
+            task_id = progress.add_task("scoring", total=len(records))
+            for start in range(0, len(records), CHUNK_SIZE):
+                chunk = records[start : start + CHUNK_SIZE]
+                rewards = scorer.score(chunk)
+                for record, reward, seconds in zip(
+                    chunk, rewards, scorer.last_seconds, strict=True
+                ):
+                    write_line(handle, scored_record(record, reward))
+                    key = (record.get("task") or "-", reward.tool or "-")
+                    stats[key].add(reward, seconds)
+                progress.advance(task_id, len(chunk))
+    finally:
+        scorer.close()
+        lib.close()
+    if not quiet:
+        console.print(_table(stats))
+        console.print(f"wrote {len(records)} lines to {output}")
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=quiet,
+        transient=True,
+    )
+
+
+def _table(stats: dict[tuple[str, str], GroupStats]) -> Table:
+    seen = {s for g in stats.values() for s in g.statuses}
+    statuses = [s for s in STATUSES if s in seen]
+    table = Table(title="rewards by task and tool")
+    table.add_column("task")
+    table.add_column("tool")
+    for name in ("count", "mean reward", *(STATUS_LABELS.get(s, s) for s in statuses), "time (s)"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for (task, tool), g in sorted(stats.items()):
+        mean = f"{g.total / g.scored:.3f}" if g.scored else "-"
+        counts = [str(g.statuses.get(s, 0)) for s in statuses]
+        table.add_row(task, tool, str(g.count), mean, *counts, f"{g.seconds:.2f}")
+    return table

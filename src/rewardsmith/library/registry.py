@@ -1,0 +1,212 @@
+"""The built-in tools: metadata, factory and default parameters, registered on first use.
+
+A tool in the library is a `ToolSpec` plus a *config*: `{"factory": "module:Class",
+"params": {...}}`. `build_tool` turns a config into a live `RewardTool`. Composite tools name
+their parts in `params["parts"]`; `build_tool` resolves those names through the library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.types import RewardTool, ToolSpec
+
+Resolver = Callable[[str], RewardTool]
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A built-in tool: its spec, the class that implements it and its parameters."""
+
+    spec: ToolSpec
+    factory: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def config(self) -> dict[str, Any]:
+        return {"factory": self.factory, "params": dict(self.params)}
+
+
+def build_tool(
+    spec: ToolSpec, config: Mapping[str, Any], resolve: Resolver | None = None
+) -> RewardTool:
+    """Instantiate the tool described by `config` (`{"factory", "params"}`).
+
+    Classes that combine other tools declare `uses_other_tools = True` and receive
+    `resolve`, which maps a tool name to a built tool.
+    """
+    factory = config.get("factory")
+    if not isinstance(factory, str) or ":" not in factory:
+        raise ConfigError(
+            f"tool {spec.name!r}: config needs 'factory' as 'module:Class', got {factory!r}"
+        )
+    module_name, _, attr = factory.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"tool {spec.name!r}: cannot load factory {factory!r}: {exc}") from exc
+    params = dict(config.get("params") or {})
+    if getattr(cls, "uses_other_tools", False):
+        if resolve is None:
+            raise ConfigError(
+                f"tool {spec.name!r} combines other tools and needs a library to resolve them"
+            )
+        params["resolve"] = resolve
+    try:
+        tool: RewardTool = cls(spec=spec, **params)
+    except TypeError as exc:
+        raise ConfigError(f"tool {spec.name!r}: bad parameters {sorted(params)}: {exc}") from exc
+    return tool
+
+
+def _spec(name: str, description: str, **kw: Any) -> ToolSpec:
+    return ToolSpec(name=name, description=description, provenance="builtin", **kw)
+
+
+BUILTINS: tuple[Builtin, ...] = (
+    Builtin(
+        _spec(
+            "math",
+            "Final-answer equivalence for competition math (MATH, AIME, AMC) with math-verify: "
+            "\\boxed{}, 'the answer is', or the last expression, compared symbolically with the "
+            "reference answer (LaTeX or plain).",
+            domains=("math",),
+            reference_format="latex",
+            cost="moderate",
+            exemplars=("Find the value of x such that ... Put your final answer in \\boxed{}.",),
+        ),
+        "rewardsmith.tools.math:MathTool",
+    ),
+    Builtin(
+        _spec(
+            "gsm8k",
+            "Numeric final answer of a grade-school math word problem: the number after '####' or "
+            "the last number, with commas, currency, units and trailing .0 normalized.",
+            domains=("math", "arithmetic"),
+            reference_format="number",
+            exemplars=("Natalia sold clips to 48 of her friends in April ... How many clips?",),
+        ),
+        "rewardsmith.tools.gsm8k:GSM8KTool",
+    ),
+    Builtin(
+        _spec(
+            "format_tags",
+            "Structured-output format: exactly one <thinking>...</thinking> followed by exactly one "
+            "<solution>...</solution> (1.0 or 0.0). Needs no reference.",
+            domains=("format",),
+            needs_reference=False,
+            reference_format="none",
+        ),
+        "rewardsmith.tools.format:FormatTagsTool",
+        {"mode": "exact", "tags": ["thinking", "solution"]},
+    ),
+    Builtin(
+        _spec(
+            "format_tags_approx",
+            "Approximate structured-output format: partial credit per <thinking>/<solution> tag "
+            "that appears exactly once. Needs no reference.",
+            domains=("format",),
+            needs_reference=False,
+            reference_format="none",
+        ),
+        "rewardsmith.tools.format:FormatTagsTool",
+        {"mode": "approx", "tags": ["thinking", "solution"]},
+    ),
+    Builtin(
+        _spec(
+            "think_format",
+            "Reasoning format check: the completion opens with one <think>...</think> block "
+            "followed by a non-empty answer. Needs no reference.",
+            domains=("format",),
+            needs_reference=False,
+            reference_format="none",
+        ),
+        "rewardsmith.tools.format:ThinkFormatTool",
+    ),
+    Builtin(
+        _spec(
+            "multiple_choice",
+            "Multiple-choice answer letter (A-J) extracted from 'the answer is (B)', \\boxed{B}, "
+            "'Answer: B' and similar, compared with the reference letter.",
+            domains=("multiple_choice",),
+            reference_format="choice letter",
+            exemplars=("Which of the following ... (A) ... (B) ... (C) ... (D) ...",),
+        ),
+        "rewardsmith.tools.choice:MultipleChoiceTool",
+    ),
+    Builtin(
+        _spec(
+            "translation",
+            "Translation quality against a reference translation: sentence chrF (sacrebleu), "
+            "scaled to [0, 1].",
+            domains=("translation",),
+            reference_format="free text",
+            exemplars=("Translate the following German text into English: ...",),
+        ),
+        "rewardsmith.tools.translation:TranslationTool",
+        {"metric": "chrf"},
+    ),
+    Builtin(
+        _spec(
+            "translation_bleu",
+            "Translation quality against a reference translation: sentence BLEU (sacrebleu), "
+            "scaled to [0, 1].",
+            domains=("translation",),
+            reference_format="free text",
+        ),
+        "rewardsmith.tools.translation:TranslationTool",
+        {"metric": "bleu"},
+    ),
+    Builtin(
+        _spec(
+            "overlong",
+            "DAPO overlong penalty: 0 up to max_length - cache_length, then a linear penalty down "
+            "to -1 at max_length and beyond. Needs no reference.",
+            domains=("length",),
+            needs_reference=False,
+            reference_format="none",
+        ),
+        "rewardsmith.tools.length:OverlongPenaltyTool",
+        {"max_length": 4096, "cache_length": 1024, "unit": "words"},
+    ),
+    Builtin(
+        _spec(
+            "length",
+            "Verbosity penalty relative to the reference's length: 0 up to max_ratio times the "
+            "reference length, then a linear penalty down to -1.",
+            domains=("length",),
+            reference_format="free text",
+        ),
+        "rewardsmith.tools.length:LengthPenaltyTool",
+        {"max_ratio": 2.0, "unit": "words"},
+    ),
+    Builtin(
+        _spec(
+            "reasoning_gym",
+            "Any reasoning-gym task, scored by reasoning-gym's own score_answer; the reference "
+            "carries the dataset entry as JSON.",
+            domains=("reasoning", "puzzles"),
+            reference_format="reasoning-gym entry (JSON)",
+        ),
+        "rewardsmith.tools.reasoning_gym:ReasoningGymTool",
+    ),
+    Builtin(
+        _spec(
+            "gsm8k_with_format",
+            "Gate: format_tags x gsm8k. A correct answer counts only inside the "
+            "<thinking>/<solution> format.",
+            kind="composite",
+            domains=("math", "format"),
+            reference_format="number",
+        ),
+        "rewardsmith.tools.composite:CompositeTool",
+        {"mode": "gate", "parts": [{"tool": "format_tags", "gate": True}, {"tool": "gsm8k"}]},
+    ),
+)
+
+
+def builtin_names() -> list[str]:
+    return [b.spec.name for b in BUILTINS]

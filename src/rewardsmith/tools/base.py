@@ -1,0 +1,130 @@
+"""Shared machinery for verifier tools: `extract` is split from `compare`.
+
+A verifier tool subclasses `AnswerVerifier` and writes three small methods:
+
+- `parse_reference(reference) -> parsed` (raise `InvalidReferenceError` when unusable),
+  called once per distinct reference in a batch: GRPO groups share one reference;
+- `extract(completion) -> answer | None` (None: the completion has no answer);
+- `compare(answer, parsed_reference) -> Verdict` (score plus optional components).
+
+The base class does the batch loop, clipping, caching and error handling, so every tool
+returns exactly one `Reward` per sample and never raises on model output.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardsmith.config import MAX_REFERENCE_CHARS, clip_tail
+from rewardsmith.errors import InvalidReferenceError
+from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
+
+log = logging.getLogger(__name__)
+
+# Logged excerpts of bad completions stay short: logs are for people, not archives.
+LOG_EXCERPT_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What `compare` returns: a score, optional components and a short reason."""
+
+    score: float
+    components: Mapping[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+
+def make_reward(
+    spec: ToolSpec,
+    score: float | None,
+    status: Status = "ok",
+    reason: str = "",
+    components: Mapping[str, float] | None = None,
+) -> Reward:
+    """A `Reward` stamped with the tool's `name@version`."""
+    return Reward(
+        score=score, status=status, components=dict(components or {}), tool=spec.ref, reason=reason
+    )
+
+
+class AnswerVerifier(RewardTool):
+    """Base class for tools that compare an extracted answer with a parsed reference."""
+
+    #: Set False for tools that do not need a reference (format checks, length penalties).
+    requires_reference: bool = True
+
+    def __init__(self, spec: ToolSpec) -> None:
+        self.spec = spec
+
+    def parse_reference(self, reference: str) -> Any:
+        """Turn the raw reference into what `compare` needs. Default: the stripped string."""
+        text = reference.strip()
+        if not text:
+            raise InvalidReferenceError("empty reference")
+        return text
+
+    @abstractmethod
+    def extract(self, completion: str) -> Any | None:
+        """The answer in `completion`, or None when it has none."""
+
+    @abstractmethod
+    def compare(self, answer: Any, reference: Any) -> Verdict:
+        """Score an extracted answer against a parsed reference."""
+
+    def no_answer(self) -> Reward:
+        """The reward for a completion with no extractable answer."""
+        return make_reward(self.spec, 0.0, reason="no answer found")
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        parsed_refs: dict[str | None, Any] = {}
+        out: list[Reward] = []
+        for sample in samples:
+            out.append(self._score_one(sample, parsed_refs))
+        return out
+
+    def _parsed_reference(self, reference: str | None, cache: dict[str | None, Any]) -> Any:
+        if reference in cache:
+            value = cache[reference]
+        else:
+            try:
+                value = self._parse_reference_checked(reference)
+            except InvalidReferenceError as exc:
+                value = exc
+            cache[reference] = value
+        if isinstance(value, InvalidReferenceError):
+            raise value
+        return value
+
+    def _parse_reference_checked(self, reference: str | None) -> Any:
+        if reference is None:
+            if self.requires_reference:
+                raise InvalidReferenceError("missing reference")
+            return None
+        if len(reference) > MAX_REFERENCE_CHARS:
+            raise InvalidReferenceError(f"reference longer than {MAX_REFERENCE_CHARS} characters")
+        return self.parse_reference(reference)
+
+    def _score_one(self, sample: Sample, parsed_refs: dict[str | None, Any]) -> Reward:
+        try:
+            reference = self._parsed_reference(sample.reference, parsed_refs)
+        except InvalidReferenceError as exc:
+            return make_reward(self.spec, None, "invalid_reference", reason=str(exc))
+        try:
+            answer = self.extract(clip_tail(sample.completion or ""))
+            if answer is None:
+                return self.no_answer()
+            verdict = self.compare(answer, reference)
+        except Exception as exc:  # a bad rollout is data, not a crash
+            log.warning(
+                "%s failed on completion %r: %s",
+                self.spec.ref,
+                (sample.completion or "")[:LOG_EXCERPT_CHARS],
+                exc,
+            )
+            return make_reward(self.spec, 0.0, "error", reason=f"{type(exc).__name__}: {exc}")
+        return make_reward(self.spec, verdict.score, reason=verdict.reason,
+                           components=verdict.components)

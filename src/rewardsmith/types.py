@@ -1,0 +1,166 @@
+"""Core types shared by every part of rewardsmith (see DESIGN.md, "Core types").
+
+A trainer hands rewardsmith `Sample`s; a `RewardTool` answers with one `Reward` per
+sample, always in the same order and always of the same type.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "not_applicable", "timeout", "error", "invalid_reference"]
+STATUSES: tuple[Status, ...] = ("ok", "not_applicable", "timeout", "error", "invalid_reference")
+
+ToolKind = Literal["verifier", "code", "model", "judge", "composite"]
+TOOL_KINDS: tuple[ToolKind, ...] = ("verifier", "code", "model", "judge", "composite")
+
+Provenance = Literal["builtin", "codeverify", "wrapllm", "search", "user"]
+PROVENANCES: tuple[Provenance, ...] = ("builtin", "codeverify", "wrapllm", "search", "user")
+
+CostClass = Literal["cheap", "moderate", "expensive"]
+
+Message = Mapping[str, Any]
+Prompt = str | Sequence[Message]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One (prompt, completion, reference) triple to score.
+
+    `prompt` is a string or chat messages (`[{"role": ..., "content": ...}]`);
+    `reference` is the gold answer, unit tests, reference translation... or None;
+    `task` is an optional data-source hint used to pick a tool.
+    """
+
+    completion: str
+    prompt: Prompt | None = None
+    reference: str | None = None
+    task: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+    def prompt_text(self) -> str:
+        """The prompt as plain text (chat messages joined by role)."""
+        if self.prompt is None:
+            return ""
+        if isinstance(self.prompt, str):
+            return self.prompt
+        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in self.prompt)
+
+
+@dataclass(frozen=True)
+class Reward:
+    """The answer for one sample.
+
+    `score` is None only when the status is `not_applicable` or the reference is invalid;
+    `components` holds every part of a composite score; `tool` is `name@version`;
+    `reason` says in a few words why this score.
+    """
+
+    score: float | None
+    status: Status = "ok"
+    components: Mapping[str, float] = field(default_factory=dict)
+    tool: str = ""
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown reward status {self.status!r}; expected one of {STATUSES}")
+        if self.score is not None and not math.isfinite(self.score):
+            raise ValueError(f"reward score must be finite, got {self.score!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The output-line fields of DESIGN.md's JSONL format."""
+        return {
+            "reward": self.score,
+            "status": self.status,
+            "tool": self.tool,
+            "components": dict(self.components),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a tool is, what it needs and where it came from (stored in the library)."""
+
+    name: str
+    version: int = 1
+    kind: ToolKind = "verifier"
+    domains: tuple[str, ...] = ()
+    description: str = ""
+    needs_reference: bool = True
+    reference_format: str = "free text"
+    cost: CostClass = "cheap"
+    provenance: Provenance = "builtin"
+    validation: Mapping[str, Any] = field(default_factory=dict)
+    exemplars: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in TOOL_KINDS:
+            raise ValueError(f"unknown tool kind {self.kind!r}; expected one of {TOOL_KINDS}")
+        if self.provenance not in PROVENANCES:
+            raise ValueError(
+                f"unknown provenance {self.provenance!r}; expected one of {PROVENANCES}"
+            )
+
+    @property
+    def ref(self) -> str:
+        """`name@version`, the form written into every `Reward.tool`."""
+        return f"{self.name}@{self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "kind": self.kind,
+            "domains": list(self.domains),
+            "description": self.description,
+            "needs_reference": self.needs_reference,
+            "reference_format": self.reference_format,
+            "cost": self.cost,
+            "provenance": self.provenance,
+            "validation": dict(self.validation),
+            "exemplars": list(self.exemplars),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolSpec:
+        return cls(
+            name=data["name"],
+            version=int(data.get("version", 1)),
+            kind=data.get("kind", "verifier"),
+            domains=tuple(data.get("domains", ())),
+            description=data.get("description", ""),
+            needs_reference=bool(data.get("needs_reference", True)),
+            reference_format=data.get("reference_format", "free text"),
+            cost=data.get("cost", "cheap"),
+            provenance=data.get("provenance", "builtin"),
+            validation=dict(data.get("validation", {})),
+            exemplars=tuple(data.get("exemplars", ())),
+        )
+
+
+class RewardTool(ABC):
+    """A reward tool: batch first, one return type.
+
+    `score` returns exactly one `Reward` per sample, in order. Bad model output scores 0.0
+    with a reason, never an exception; a bad reference gives `invalid_reference`; a bad
+    config raises `ConfigError` at construction.
+    """
+
+    spec: ToolSpec
+
+    @abstractmethod
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        """Score a batch of samples."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most tools hold nothing
+        """Release worker processes or models the tool holds."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.ref}>"

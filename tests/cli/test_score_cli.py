@@ -1,0 +1,182 @@
+"""`rewardsmith score` and `rewardsmith tools` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rewardsmith.cli.main import app
+
+runner = CliRunner()
+
+GOOD_LINES = [
+    {"id": 1, "task": "fmt", "completion": "<thinking>2+2</thinking><solution>4</solution>"},
+    {"id": 2, "task": "fmt", "completion": "4"},
+    {"id": 3, "task": "num", "completion": "so #### 72", "reference": "72"},
+    {"id": 4, "task": "num", "completion": "I think 71", "reference": 72},
+    {"id": 5, "task": "num", "completion": "72", "reference": None},
+]
+
+
+def write_jsonl(path: Path, lines: list[object]) -> Path:
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_score_with_task_map_writes_one_line_per_input_and_a_table(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", GOOD_LINES)
+    out = tmp_path / "out.jsonl"
+    lib = tmp_path / "lib.db"
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--task-map",
+            "fmt=format_tags,num=gsm8k",
+            "--library",
+            str(lib),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["reward"] for r in rows] == [1.0, 0.0, 1.0, 0.0, None]
+    assert rows[4]["status"] == "invalid_reference"
+    assert rows[0]["tool"] == "format_tags@1" and rows[2]["tool"] == "gsm8k@1"
+    assert all({"reward", "status", "tool", "components", "reason"} <= set(r) for r in rows)
+    # the table: one row per task/tool with counts and statuses
+    assert "rewards by task and tool" in result.output
+    assert "bad ref" in result.output
+
+
+def test_bad_lines_are_reported_by_number_and_nothing_is_written(tmp_path: Path) -> None:
+    src = write_jsonl(
+        tmp_path / "in.jsonl",
+        [GOOD_LINES[0], "{not json", {"prompt": "no completion"}, GOOD_LINES[1]],
+    )
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--tool",
+            "format_tags",
+            "--library",
+            str(tmp_path / "l.db"),
+        ],
+    )
+    assert result.exit_code != 0
+    message = str(result.exception) if result.exception else result.output
+    assert "line 2: not valid JSON" in message
+    assert "line 3: missing required field 'completion'" in message
+    assert not out.exists()
+
+
+def test_unknown_tool_lists_known_tools_and_exits_2(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", GOOD_LINES)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rewardsmith.cli.main",
+            "score",
+            str(src),
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--tool",
+            "nope",
+            "--library",
+            str(tmp_path / "l.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "unknown tool 'nope'" in proc.stderr and "gsm8k" in proc.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_score_needs_a_tool_or_a_task_map(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", GOOD_LINES)
+    result = runner.invoke(app, ["score", str(src), "-o", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2
+    assert "--tool" in result.output
+
+
+def test_tools_list_show_history(tmp_path: Path) -> None:
+    lib = str(tmp_path / "lib.db")
+    listed = runner.invoke(app, ["tools", "list", "--library", lib])
+    assert listed.exit_code == 0 and "gsm8k@1" in listed.output and "math@1" in listed.output
+    shown = runner.invoke(app, ["tools", "show", "gsm8k", "--library", lib])
+    assert shown.exit_code == 0
+    assert json.loads(shown.output)["config"]["factory"] == "rewardsmith.tools.gsm8k:GSM8KTool"
+    history = runner.invoke(app, ["tools", "history", "gsm8k", "--library", lib])
+    assert history.exit_code == 0 and "register" in history.output
+
+
+def test_tools_add_and_retire(tmp_path: Path) -> None:
+    lib = str(tmp_path / "lib.db")
+    tool_file = tmp_path / "tool.json"
+    tool_file.write_text(
+        json.dumps(
+            {
+                "spec": {
+                    "name": "answer_tags",
+                    "description": "one <answer> block",
+                    "needs_reference": False,
+                },
+                "config": {
+                    "factory": "rewardsmith.tools.format:FormatTagsTool",
+                    "params": {"mode": "exact", "tags": ["answer"]},
+                },
+            }
+        )
+    )
+    added = runner.invoke(
+        app, ["tools", "add", str(tool_file), "--note", "for the demo", "--library", lib]
+    )
+    assert added.exit_code == 0 and "answer_tags@1" in added.output
+    src = write_jsonl(tmp_path / "in.jsonl", [{"completion": "<answer>7</answer>"}])
+    out = tmp_path / "o.jsonl"
+    scored = runner.invoke(
+        app, ["score", str(src), "-o", str(out), "--tool", "answer_tags", "--library", lib]
+    )
+    assert scored.exit_code == 0 and read_jsonl(out)[0]["reward"] == 1.0
+    retired = runner.invoke(
+        app, ["tools", "retire", "answer_tags", "--reason", "demo over", "--library", lib]
+    )
+    assert retired.exit_code == 0
+    listed = runner.invoke(app, ["tools", "list", "--library", lib])
+    assert "answer_tags" not in listed.output
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"spec": {"name": "x"}}',  # no config
+        "not json",  # unreadable
+    ],
+)
+def test_tools_add_rejects_bad_files(tmp_path: Path, content: str) -> None:
+    tool_file = tmp_path / "tool.json"
+    tool_file.write_text(content)
+    result = runner.invoke(
+        app, ["tools", "add", str(tool_file), "--library", str(tmp_path / "l.db")]
+    )
+    assert result.exit_code != 0
