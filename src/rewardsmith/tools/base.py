@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.config import MAX_REFERENCE_CHARS, clip_tail
-from rewardsmith.errors import InvalidReferenceError
+from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,12 @@ def make_reward(
 class AnswerVerifier(RewardTool):
     """Base class for tools that compare an extracted answer with a parsed reference."""
 
-    #: Set False for tools that do not need a reference (format checks, length penalties).
+    #: False for tools that do not use a reference (format checks, the overlong penalty):
+    #: any reference given is ignored, however long or malformed.
     requires_reference: bool = True
+    #: False for tools that judge the whole completion (format, length) rather than a final
+    #: answer at its end; they must stay linear-time on megabyte completions.
+    clip_completion: bool = True
 
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
@@ -100,10 +104,10 @@ class AnswerVerifier(RewardTool):
         return value
 
     def _parse_reference_checked(self, reference: str | None) -> Any:
-        if reference is None:
-            if self.requires_reference:
-                raise InvalidReferenceError("missing reference")
+        if not self.requires_reference:
             return None
+        if reference is None:
+            raise InvalidReferenceError("missing reference")
         if len(reference) > MAX_REFERENCE_CHARS:
             raise InvalidReferenceError(f"reference longer than {MAX_REFERENCE_CHARS} characters")
         return self.parse_reference(reference)
@@ -113,18 +117,22 @@ class AnswerVerifier(RewardTool):
             reference = self._parsed_reference(sample.reference, parsed_refs)
         except InvalidReferenceError as exc:
             return make_reward(self.spec, None, "invalid_reference", reason=str(exc))
+        completion = sample.completion or ""
         try:
-            answer = self.extract(clip_tail(sample.completion or ""))
+            answer = self.extract(clip_tail(completion) if self.clip_completion else completion)
             if answer is None:
                 return self.no_answer()
             verdict = self.compare(answer, reference)
+        except ConfigError:
+            raise  # a tool that cannot work (e.g. a tokenizer that will not load) is setup
         except Exception as exc:  # a bad rollout is data, not a crash
             log.warning(
                 "%s failed on completion %r: %s",
                 self.spec.ref,
-                (sample.completion or "")[:LOG_EXCERPT_CHARS],
+                completion[:LOG_EXCERPT_CHARS],
                 exc,
             )
             return make_reward(self.spec, 0.0, "error", reason=f"{type(exc).__name__}: {exc}")
-        return make_reward(self.spec, verdict.score, reason=verdict.reason,
-                           components=verdict.components)
+        return make_reward(
+            self.spec, verdict.score, reason=verdict.reason, components=verdict.components
+        )
