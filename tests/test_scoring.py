@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from conftest import EchoLengthTool
 from rewardsmith import Library, Reward, Sample, Scorer, score
 from rewardsmith.errors import ConfigError, InputError, UnknownToolError
 from rewardsmith.scoring import parse_task_map
 from rewardsmith.types import RewardTool, ToolSpec
+from support import EchoLengthTool
 
 
 class ExplodingTool(RewardTool):

@@ -1,0 +1,428 @@
+"""The caller's side of the sandbox: a pool of warm zygotes, limits, and `ExecutionResult`.
+
+`Sandbox.run(source)` sends a job to an idle zygote (`rewardsmith.sandbox.worker`), which
+forks a fresh child for it; the child starts with everything the zygote pre-imported, so a
+run costs a fork and a few system calls rather than an interpreter start. `Sandbox.map`
+spreads jobs over the zygotes with one thread each.
+
+The caller is never blocked past a job's wall-clock limit plus `REPLY_GRACE_SECONDS`: the
+zygote itself enforces the limit, and if it does not answer in time (or dies) the pool kills
+it, which ends its PID namespace and everything in it, and starts a new one on next use.
+Nothing raises into the caller: every failure is an `ExecutionResult` with a status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import secrets
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+ExecStatus = Literal["ok", "failed", "timeout", "memory", "killed", "error"]
+EXEC_STATUSES: tuple[ExecStatus, ...] = ("ok", "failed", "timeout", "memory", "killed", "error")
+
+# How long past a job's wall-clock limit the caller waits for the zygote's answer (it kills
+# the run itself at the limit; this covers reaping, clean-up and the reply).
+REPLY_GRACE_SECONDS = 3.0
+# A zygote pre-imports modules and enters namespaces; a slow machine may need seconds.
+STARTUP_TIMEOUT_SECONDS = 30.0
+# Sandbox source is capped so a runaway caller cannot push gigabytes through the pipe.
+MAX_SOURCE_CHARS = 2_000_000
+
+_HEADER = struct.Struct("!Q")
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+# Starts a zygote without running rewardsmith/__init__.py (the library, sqlite3, ...): a
+# smaller zygote forks faster. The two packages are registered as bare namespaces.
+_BOOTSTRAP = f"""
+import sys, types
+for name, path in (("rewardsmith", {str(_PACKAGE_DIR)!r}),
+                   ("rewardsmith.sandbox", {str(_PACKAGE_DIR / "sandbox")!r})):
+    module = types.ModuleType(name)
+    module.__path__ = [path]
+    sys.modules[name] = module
+from rewardsmith.sandbox.worker import main
+main()
+"""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits of one run. Memory is address space on top of the warm interpreter's."""
+
+    wall_seconds: float = 10.0
+    cpu_seconds: float = 10.0
+    memory_mb: int = 512
+    file_size_mb: int = 16
+    open_files: int = 64
+    processes: int = 32  # RLIMIT_NPROC counts threads too
+    output_bytes: int = 64_000
+    disk_mb: int = 64  # size of each private tmpfs (/tmp, /var/tmp, /dev/shm) per zygote
+
+    def to_job(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """The outcome of one sandboxed run.
+
+    `status`: `ok` (exit 0), `failed` (non-zero exit or exception), `timeout` (wall or CPU
+    limit), `memory` (memory limit), `killed` (ended by a signal: its own, a file-size
+    limit...), `error` (the sandbox itself failed). `stdout`/`stderr` are clipped to
+    `SandboxLimits.output_bytes` each (`truncated` says so). `channel` holds the harness's
+    result records (see `rewardsmith.sandbox.harness`).
+    """
+
+    status: ExecStatus
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    duration: float = 0.0
+    reason: str = ""
+    channel: str = ""
+    truncated: bool = False
+    signal: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _error(reason: str, duration: float = 0.0) -> ExecutionResult:
+    return ExecutionResult(status="error", reason=reason, duration=duration)
+
+
+class _Worker:
+    """One zygote process and its pipes."""
+
+    def __init__(self, disk_mb: int, preload: Sequence[str], namespaces: bool = True) -> None:
+        config = {
+            "parent_pid": os.getpid(),
+            "disk_mb": disk_mb,
+            "preload": list(preload),
+            "namespaces": namespaces,
+        }
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", "-c", _BOOTSTRAP, json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd="/",
+            close_fds=True,
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.wfd = self.proc.stdin.fileno()
+        self.rfd = self.proc.stdout.fileno()
+        hello = self._read(time.monotonic() + STARTUP_TIMEOUT_SECONDS)
+        if not isinstance(hello, dict) or not hello.get("ready"):
+            self.kill()
+            raise RuntimeError("sandbox worker did not start")
+        self.isolation: dict[str, Any] = hello["isolation"]
+
+    def request(self, job: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
+        """Send a job, wait for the answer; None if the worker died or overran."""
+        data = json.dumps(job).encode()
+        try:
+            view = memoryview(_HEADER.pack(len(data)) + data)
+            while view:
+                view = view[os.write(self.wfd, view) :]
+        except OSError:
+            return None
+        reply = self._read(time.monotonic() + timeout)
+        return reply if isinstance(reply, dict) else None
+
+    def _read(self, deadline: float) -> Any:
+        header = self._read_exact(_HEADER.size, deadline)
+        if header is None:
+            return None
+        body = self._read_exact(_HEADER.unpack(header)[0], deadline)
+        if body is None:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
+
+    def _read_exact(self, n: int, deadline: float) -> bytes | None:
+        parts, got = [], 0
+        while got < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.rfd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(self.rfd, min(n - got, 1 << 20))
+            if not chunk:
+                return None
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """Kill the zygote; its PID namespace, and every process in it, goes with it."""
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                stream.close()  # type: ignore[union-attr]
+
+
+@dataclass
+class _Stats:
+    runs: int = 0
+    restarts: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+
+
+class Sandbox:
+    """A pool of `workers` warm zygotes that run untrusted Python with limits.
+
+    `preload` names extra modules each zygote imports up front (e.g. `("numpy",)`).
+    `namespaces=False` skips the PID/network/mount namespaces (the fallback of platforms that
+    refuse them; also how the tests exercise that fallback). Use as a context manager or call
+    `close()`; zygotes also exit when the caller's process dies.
+    """
+
+    def __init__(
+        self,
+        workers: int = 2,
+        limits: SandboxLimits | None = None,
+        preload: Sequence[str] = (),
+        namespaces: bool = True,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a sandbox needs at least one worker")
+        self.workers = workers
+        self.limits = limits or SandboxLimits()
+        self.preload = tuple(preload)
+        self.namespaces = namespaces
+        self._idle: queue.Queue[_Worker | None] = queue.Queue()
+        for _ in range(workers):
+            self._idle.put(None)  # started lazily, on first use
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._isolation: dict[str, Any] | None = None
+        self.stats = _Stats()
+        self._executor: ThreadPoolExecutor | None = None
+        self._owner_pid = os.getpid()
+
+    # -- public API -----------------------------------------------------------------------
+
+    def run(
+        self, source: str, stdin: str | None = None, limits: SandboxLimits | None = None
+    ) -> ExecutionResult:
+        """Run `source` as a program (`__main__`) with `stdin`; never raises."""
+        return self.run_job({"mode": "exec", "source": source, "stdin": stdin}, limits)
+
+    def run_job(
+        self, job: Mapping[str, Any], limits: SandboxLimits | None = None
+    ) -> ExecutionResult:
+        """Run one harness job (`exec`, `tests` or `reward`); never raises.
+
+        A `nonce` is added when the job has none; the harness signs its records with it.
+        """
+        start = time.monotonic()
+        try:
+            return self._run_job(job, limits or self.limits)
+        except Exception as exc:  # the pool's promise: a result, never an exception
+            return _error(f"sandbox failure: {type(exc).__name__}: {exc}", time.monotonic() - start)
+
+    def map(
+        self, jobs: Sequence[Mapping[str, Any]], limits: SandboxLimits | None = None
+    ) -> list[ExecutionResult]:
+        """Run jobs concurrently over the workers; results in input order."""
+        if len(jobs) <= 1 or self.workers == 1:
+            return [self.run_job(job, limits) for job in jobs]
+        executor = self._pool()
+        return list(executor.map(lambda job: self.run_job(job, limits), jobs))
+
+    @property
+    def isolation(self) -> dict[str, Any]:
+        """What the zygotes achieved: pid/net/mount namespaces, uid drop, private /tmp."""
+        if self._isolation is None:
+            try:
+                worker = self._acquire()
+            except Exception as exc:
+                return {"error": f"{type(exc).__name__}: {exc}"}
+            self._release(worker)
+        return dict(self._isolation or {})
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers, self._all = self._all, []
+            if os.getpid() != self._owner_pid:
+                workers = []  # a forked copy: the zygotes are the parent's to close
+        for worker in workers:
+            worker.kill()
+        self._idle.put(None)  # wake any caller waiting for a worker
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox")
+            return self._executor
+
+    def _run_job(self, job: Mapping[str, Any], limits: SandboxLimits) -> ExecutionResult:
+        if len(job.get("source") or "") > MAX_SOURCE_CHARS:
+            return ExecutionResult(
+                status="failed", reason=f"source longer than {MAX_SOURCE_CHARS} characters"
+            )
+        payload = dict(job)
+        payload.setdefault("nonce", secrets.token_hex(16))
+        payload["limits"] = limits.to_job()
+        worker = self._acquire()
+        start = time.monotonic()
+        try:
+            reply = worker.request(payload, limits.wall_seconds + REPLY_GRACE_SECONDS)
+        except BaseException:
+            self._discard(worker)  # a slot is never lost, so the pool cannot deadlock
+            raise
+        duration = time.monotonic() - start
+        if reply is None:
+            overran = duration >= limits.wall_seconds
+            self._discard(worker)
+            result = (
+                ExecutionResult(
+                    status="timeout",
+                    reason=f"wall-clock limit of {limits.wall_seconds} s (worker replaced)",
+                    duration=duration,
+                )
+                if overran
+                else _error("sandbox worker died (replaced)", duration)
+            )
+        else:
+            self._release(worker)
+            result = _from_reply(reply, duration)
+        with self._lock:
+            self.stats.runs += 1
+            self.stats.by_status[result.status] = self.stats.by_status.get(result.status, 0) + 1
+        return result
+
+    def _acquire(self) -> _Worker:
+        if self._closed:
+            raise RuntimeError("the sandbox is closed")
+        if os.getpid() != self._owner_pid:
+            self._after_fork()
+        worker = self._idle.get()
+        if self._closed:
+            self._idle.put(None)  # wake the next waiter, which fails the same way
+            if worker is not None:
+                worker.kill()
+            raise RuntimeError("the sandbox is closed")
+        if worker is not None and worker.alive():
+            return worker
+        if worker is not None:
+            self._forget(worker)
+        try:
+            worker = _Worker(self.limits.disk_mb, self.preload, self.namespaces)
+        except BaseException:
+            self._idle.put(None)  # keep the slot, so the pool never shrinks to a deadlock
+            raise
+        with self._lock:
+            self._all.append(worker)
+            if self._isolation is None:
+                self._isolation = dict(worker.isolation)
+        return worker
+
+    def _after_fork(self) -> None:
+        """In a forked copy of the caller (a DataLoader worker, say): the zygotes belong to
+        the parent, whose pipes we must not share; start our own on demand."""
+        with self._lock:
+            if os.getpid() == self._owner_pid:
+                return
+            self._owner_pid = os.getpid()
+            self._all = []
+            self._executor = None
+            self._idle = queue.Queue()
+            for _ in range(self.workers):
+                self._idle.put(None)
+
+    def _release(self, worker: _Worker) -> None:
+        self._idle.put(worker)
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.kill()
+        self._forget(worker)
+        with self._lock:
+            self.stats.restarts += 1
+        self._idle.put(None)
+
+    def _forget(self, worker: _Worker) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._all.remove(worker)
+
+
+def _from_reply(reply: Mapping[str, Any], duration: float) -> ExecutionResult:
+    status = reply.get("status")
+    if status not in EXEC_STATUSES:
+        return _error(f"bad reply from sandbox worker: {status!r}", duration)
+    return ExecutionResult(
+        status=status,
+        exit_code=reply.get("exit_code"),
+        stdout=str(reply.get("stdout", "")),
+        stderr=str(reply.get("stderr", "")),
+        duration=float(reply.get("duration", duration)),
+        reason=str(reply.get("reason", "")),
+        channel=str(reply.get("channel", "")),
+        truncated=bool(reply.get("truncated", False)),
+        signal=reply.get("signal"),
+    )
+
+
+_default: Sandbox | None = None
+_default_lock = threading.Lock()
+
+
+def default_sandbox() -> Sandbox:
+    """A process-wide sandbox (2 workers, default limits), started on first use."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = Sandbox()
+        return _default
+
+
+def with_limits(limits: SandboxLimits, **changes: Any) -> SandboxLimits:
+    """A copy of `limits` with some fields changed."""
+    return replace(limits, **changes)

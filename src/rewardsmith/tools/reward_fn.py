@@ -1,0 +1,115 @@
+"""A generated reward function, admitted by the 4-stage check, run on batches in the sandbox.
+
+The tool's config carries the source: `{"factory":
+"rewardsmith.tools.reward_fn:RewardFunctionTool", "params": {"source": "def reward(...)..."}}`.
+Construction runs `rewardsmith.sandbox.check_reward_code` and refuses code that is not
+admitted (`ConfigError` naming the stage and reason), so a library never stores a reward
+function that failed the check. Scoring sends each batch, in chunks, to the sandbox, where the
+function runs in the restricted namespace; a run that fails scores its chunk 0.0 with status
+`error` or `timeout`; a score outside the declared bounds is clipped and the reason says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.sandbox.pool import Sandbox, SandboxLimits
+from rewardsmith.sandbox.probe import check_reward_code, parse_reward_records, reward_job
+from rewardsmith.tools.base import make_reward
+from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
+
+# Samples per sandbox run: big enough to amortize the run, small enough to spread over workers.
+CHUNK_SIZE = 64
+
+
+class RewardFunctionTool(RewardTool):
+    """Runs an admitted `def reward(completions, references, prompts)` in the sandbox."""
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        source: str,
+        bounds: Sequence[float] | None = None,
+        timeout: float = 10.0,
+        memory_mb: int = 256,
+        workers: int = 1,
+    ) -> None:
+        self.spec = spec
+        self.source = source
+        self.limits = SandboxLimits(wall_seconds=timeout, cpu_seconds=timeout, memory_mb=memory_mb)
+        self.workers = workers
+        self._sandbox: Sandbox | None = None
+        given = (float(bounds[0]), float(bounds[1])) if bounds is not None else None
+        report = check_reward_code(source, bounds=given, sandbox=self.sandbox)
+        if not report.admitted:
+            self.close()
+            raise ConfigError(f"tool {spec.name!r}: reward code not admitted: {report.reason}")
+        self.report = report
+        self.bounds = report.bounds
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = Sandbox(self.workers, self.limits)
+        return self._sandbox
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    def __getstate__(self) -> dict[str, object]:
+        # Picklable into worker processes: the copy starts its own pool on first use.
+        return {**self.__dict__, "_sandbox": None}
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        chunks = [samples[i : i + CHUNK_SIZE] for i in range(0, len(samples), CHUNK_SIZE)]
+        jobs = [
+            reward_job(
+                self.source,
+                [
+                    {
+                        "completions": [s.completion for s in chunk],
+                        "references": [s.reference for s in chunk],
+                        "prompts": [s.prompt_text() for s in chunk],
+                    }
+                ],
+            )
+            for chunk in chunks
+        ]
+        out: list[Reward] = []
+        for chunk, job, result in zip(chunks, jobs, self.sandbox.map(jobs), strict=True):
+            out.extend(self._chunk_rewards(chunk, job["nonce"], result))
+        return out
+
+    def _chunk_rewards(self, chunk: Sequence[Sample], nonce: str, result: object) -> list[Reward]:
+        from rewardsmith.sandbox.pool import ExecutionResult
+
+        assert isinstance(result, ExecutionResult)
+        records = parse_reward_records(result, nonce, 1)
+        if result.status != "ok" or not isinstance(records, list):
+            status: Status = "timeout" if result.status == "timeout" else "error"
+            reason = f"reward function run {result.status}: {result.reason}".strip(": ")
+            if isinstance(records, tuple):
+                reason = f"reward function failed to load: {records[1]}"
+            return [make_reward(self.spec, 0.0, status, reason) for _ in chunk]
+        value = records[0]
+        if isinstance(value, dict) or len(value) != len(chunk):
+            reason = (
+                value.get("error", "bad return value")
+                if isinstance(value, dict)
+                else f"returned {len(value)} scores for {len(chunk)} completions"
+            )
+            return [make_reward(self.spec, 0.0, "error", str(reason)) for _ in chunk]
+        low, high = self.bounds
+        rewards = []
+        for v in value:
+            if isinstance(v, str):
+                rewards.append(make_reward(self.spec, 0.0, "error", f"non-finite score {v}"))
+            elif not low <= v <= high:
+                clipped = min(max(v, low), high)
+                rewards.append(make_reward(self.spec, clipped, reason=f"clipped {v} to bounds"))
+            else:
+                rewards.append(make_reward(self.spec, float(v)))
+        return rewards

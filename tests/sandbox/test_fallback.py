@@ -1,0 +1,83 @@
+"""The fallback where the kernel refuses namespaces (`Sandbox(namespaces=False)`): limits,
+the wall-clock kill, clean-up of every leftover process, the scrubbed environment and the
+temporary directory must hold without them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from sandbox_helpers import GRACE, LIMITS, sandbox_processes
+
+from rewardsmith.sandbox import Sandbox
+from rewardsmith.sandbox.worker import _descendants
+
+
+@pytest.fixture(scope="module")
+def plain() -> Iterator[Sandbox]:
+    sandbox = Sandbox(workers=1, limits=LIMITS, namespaces=False)
+    yield sandbox
+    sandbox.close()
+
+
+def descendants_of_zygote(sandbox: Sandbox, settle: float = 1.0) -> list[int]:
+    """The zygote's live descendants other than its one waiting child, after `settle` s."""
+    [worker] = sandbox._all
+    deadline = time.monotonic() + settle
+    while True:
+        tree = [p for p in _descendants(worker.proc.pid, set()) if not _zombie(p)]
+        if len(tree) <= 1 or time.monotonic() > deadline:
+            return tree[1:] if len(tree) == 1 else tree
+        time.sleep(0.02)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_nothing_is_isolated_by_namespaces_and_it_says_so(plain: Sandbox) -> None:
+    info = plain.isolation
+    assert not info["pid_ns"] and not info["net_ns"] and not info["private_tmp"]
+
+
+def test_infinite_loop_times_out(plain: Sandbox) -> None:
+    start = time.monotonic()
+    result = plain.run("while True:\n    pass\n")
+    assert result.status == "timeout"
+    assert time.monotonic() - start < LIMITS.wall_seconds + GRACE
+
+
+def test_fork_bomb_leaves_no_process(plain: Sandbox) -> None:
+    code = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
+    result = plain.run(code)
+    assert result.status in ("timeout", "failed", "killed")
+    assert descendants_of_zygote(plain) == []
+
+
+def test_daemon_that_left_the_process_group_is_killed(plain: Sandbox) -> None:
+    marker = "654321.98"
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', '{marker}'])\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.2)\n"
+    )
+    assert plain.run(code).status == "ok"
+    assert sandbox_processes(marker) == []
+
+
+def test_environment_is_scrubbed_and_directory_removed(plain: Sandbox) -> None:
+    first = plain.run("import os\nprint(os.getcwd(), os.listdir('.'), sorted(os.environ))")
+    cwd = first.stdout.split()[0]
+    assert "['HOME', 'LANG', 'PATH']" in first.stdout
+    assert plain.run(f"import os\nprint(os.path.exists({cwd!r}))").stdout == "False\n"

@@ -1,0 +1,147 @@
+# ruff: noqa: F811 - pytest fixtures imported from sandbox_helpers are test arguments
+"""The warm pool: statuses, replacement of dead workers, no deadlock under overload."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sandbox_helpers import GRACE, LIMITS, box, sandbox_processes  # noqa: F401
+
+from rewardsmith.sandbox import EXEC_STATUSES, Sandbox, SandboxLimits
+
+
+def zygote_pid(pid: int) -> int:
+    """The zygote: the worker process itself, or its child when it entered a PID namespace."""
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        children = f.read().split()
+    return int(children[0]) if children else pid
+
+
+def test_statuses_of_ordinary_runs(box: Sandbox) -> None:
+    # (program, status, exit code)
+    table = [
+        ("print('hi')", "ok", 0),
+        ("import sys\nsys.exit(3)", "failed", 3),
+        ("raise ValueError('x')", "failed", 1),
+        ("def f(:", "failed", 1),
+    ]
+    for source, status, code in table:
+        result = box.run(source)
+        assert (result.status, result.exit_code) == (status, code), (source, result)
+        assert result.status in EXEC_STATUSES
+    assert "ValueError: x" in box.run("raise ValueError('x')").stderr
+
+
+def test_stdin_reaches_the_program(box: Sandbox) -> None:
+    result = box.run("import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))", "1 2 3\n")
+    assert result.stdout == "6\n"
+    big = " ".join(["1"] * 100_000)  # larger than a pipe buffer
+    assert box.run("import sys\nprint(len(sys.stdin.read().split()))", big).stdout == "100000\n"
+
+
+def test_isolation_report_says_what_was_achieved(box: Sandbox) -> None:
+    info = box.isolation
+    for key in ("pid_ns", "net_ns", "mount_ns", "private_tmp", "drop_uid"):
+        assert isinstance(info[key], bool)
+
+
+def test_overload_never_deadlocks(box: Sandbox) -> None:
+    # Six hanging jobs on two workers: three rounds of the wall-clock limit, then back.
+    start = time.monotonic()
+    results = box.map([{"mode": "exec", "source": "while True: pass"}] * 6)
+    elapsed = time.monotonic() - start
+    assert [r.status for r in results] == ["timeout"] * 6
+    assert elapsed < 3 * LIMITS.wall_seconds + GRACE
+    assert box.run("print(1)").stdout == "1\n"
+
+
+def test_a_killed_worker_is_replaced() -> None:
+    with Sandbox(workers=1, limits=LIMITS) as sandbox:
+        assert sandbox.run("print(1)").ok
+        [worker] = sandbox._all
+        os.kill(worker.proc.pid, signal.SIGKILL)
+        result = sandbox.run("print(2)")
+        assert result.status == "error" and "died" in result.reason
+        assert sandbox.run("print(3)").stdout == "3\n"
+        assert sandbox.stats.restarts == 1
+
+
+def test_a_worker_that_stops_answering_is_replaced_in_time() -> None:
+    limits = SandboxLimits(wall_seconds=0.5, cpu_seconds=0.5)
+    with Sandbox(workers=1, limits=limits) as sandbox:
+        assert sandbox.run("print(1)").ok
+        [worker] = sandbox._all
+        os.kill(zygote_pid(worker.proc.pid), signal.SIGSTOP)  # wedged in the kernel, say
+        start = time.monotonic()
+        result = sandbox.run("print(2)")
+        assert result.status == "timeout"
+        assert time.monotonic() - start < limits.wall_seconds + GRACE + 0.5
+        assert sandbox.run("print(3)").stdout == "3\n"
+    assert sandbox_processes() == []
+
+
+def test_closing_the_sandbox_ends_every_process() -> None:
+    sandbox = Sandbox(workers=2, limits=LIMITS)
+    sandbox.map([{"mode": "exec", "source": "print(1)"}] * 2)
+    pids = [w.proc.pid for w in sandbox._all]
+    sandbox.close()
+    for pid in pids:
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or " Z " in stat.read_text()
+    assert sandbox.run("print(1)").status == "error"  # closed: a result, not an exception
+
+
+def test_oversized_source_is_refused_without_running() -> None:
+    with Sandbox(workers=1, limits=LIMITS) as sandbox:
+        result = sandbox.run("x = 1\n" * 400_000)
+        assert result.status == "failed" and "longer than" in result.reason
+
+
+def test_zygotes_exit_when_the_caller_dies() -> None:
+    script = (
+        "import os, sys\n"
+        "from rewardsmith.sandbox import Sandbox\n"
+        "box = Sandbox(workers=2)\n"
+        "box.map([{'mode': 'exec', 'source': 'pass'}] * 2)\n"
+        "print(' '.join(str(w.proc.pid) for w in box._all), flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+    assert sandbox_processes() == []
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return " Z " not in stat.read_text()
+    except OSError:
+        return False
+
+
+def test_a_forked_caller_gets_its_own_workers() -> None:
+    # Trainers fork (DataLoader workers): the child must not talk over the parent's pipes.
+    with Sandbox(workers=1, limits=LIMITS) as sandbox:
+        assert sandbox.run("print(1)").ok
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            ok = sandbox.run("print(2)").stdout == "2\n"
+            sandbox.close()
+            os.write(write, b"ok" if ok else b"no")
+            os._exit(0)
+        os.close(write)
+        os.waitpid(pid, 0)
+        assert os.read(read, 2) == b"ok"
+        os.close(read)
+        assert sandbox.run("print(3)").stdout == "3\n"  # the parent's zygote still works
