@@ -14,13 +14,11 @@ $(BIN)/python:
 # torch first, pinned: the CPU build on this machine's disk; a bare `torch` would pull a CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[train,dev]"
+	$(BIN)/pip install --quiet -e ".[train,router,dev]"
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/rewardsmith score examples/mixed.jsonl -o out/mixed.scored.jsonl \
-		--task-map gsm8k=gsm8k,math500=math,format=format_tags,multiple_choice=multiple_choice,translation=translation,rg_basic_arithmetic=reasoning_gym,rg_letter_counting=reasoning_gym \
-		--library out/library.db
+	$(BIN)/rewardsmith score examples/mixed.jsonl -o out/mixed.scored.jsonl --library out/library.db
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not network and not gpu"
@@ -34,6 +32,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_math.py
+	$(BIN)/python bench/bench_routing.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

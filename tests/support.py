@@ -27,3 +27,15 @@ class EchoLengthTool(RewardTool):
             else Reward(None, "not_applicable", tool=self.spec.ref)
             for s in samples
         ]
+
+
+# The tool each task of examples/mixed.jsonl should be scored with.
+EXPECTED_TOOL = {
+    "gsm8k": "gsm8k",
+    "math500": "math",
+    "format": "format_tags",
+    "multiple_choice": "multiple_choice",
+    "translation": "translation",
+    "rg_basic_arithmetic": "reasoning_gym",
+    "rg_letter_counting": "reasoning_gym",
+}

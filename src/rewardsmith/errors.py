@@ -44,3 +44,7 @@ class MissingDependencyError(RewardsmithError, ImportError):
 class InvalidReferenceError(RewardsmithError, ValueError):
     """A sample's reference is missing or cannot be parsed; the tool scores it
     `invalid_reference` instead of raising."""
+
+
+class LLMError(RewardsmithError):
+    """An LLM endpoint could not be reached or did not answer usably (after retries)."""

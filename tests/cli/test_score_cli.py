@@ -112,11 +112,18 @@ def test_unknown_tool_lists_known_tools_and_exits_2(tmp_path: Path) -> None:
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_score_needs_a_tool_or_a_task_map(tmp_path: Path) -> None:
+def test_score_without_a_tool_or_task_map_routes(tmp_path: Path) -> None:
+    # No --tool, no --task-map: the router decides. These lines have no prompt, so nothing
+    # says which tool applies: each is not_applicable with the router's reason, none guessed.
     src = write_jsonl(tmp_path / "in.jsonl", GOOD_LINES)
-    result = runner.invoke(app, ["score", str(src), "-o", str(tmp_path / "o.jsonl")])
-    assert result.exit_code == 2
-    assert "--tool" in result.output
+    out = tmp_path / "o.jsonl"
+    lib = str(tmp_path / "lib.db")
+    result = runner.invoke(app, ["score", str(src), "-o", str(out), "--library", lib])
+    assert result.exit_code == 0, result.output
+    lines = read_jsonl(out)
+    assert len(lines) == len(GOOD_LINES)
+    assert all(line["status"] == "not_applicable" for line in lines)
+    assert all(line["reason"].startswith("router: no library tool fits") for line in lines)
 
 
 def test_tools_list_show_history(tmp_path: Path) -> None:

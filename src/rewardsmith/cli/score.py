@@ -64,14 +64,20 @@ def score(
     ] = None,
     library: LibraryOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+    router: Annotated[
+        str,
+        typer.Option(
+            "--router",
+            help="Router backend when neither --tool nor --task-map is given: embedded, llm, rules.",
+        ),
+    ] = "embedded",
 ) -> None:
-    """Score every line of INPUT with a tool (or a tool per task) and write OUTPUT."""
+    """Score every line of INPUT with a tool, a tool per task, or (with neither) the tool(s)
+    the router picks, and write OUTPUT."""
     mapping = parse_task_map(task_map) if task_map else {}
-    if tool is None and not mapping:
-        raise typer.BadParameter("give --tool NAME or --task-map TASK=TOOL,...")
     records = read_records(input_path)
     lib = open_library(library)
-    scorer = Scorer(tool, mapping, lib)
+    scorer = Scorer(tool, mapping, lib, router=router)
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
         with atomic_output(output) as handle, _progress(quiet) as progress:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.library import exemplars
 from rewardsmith.types import RewardTool, ToolSpec
 
 Resolver = Callable[[str], RewardTool]
@@ -76,7 +77,7 @@ BUILTINS: tuple[Builtin, ...] = (
             domains=("math",),
             reference_format="latex",
             cost="moderate",
-            exemplars=("Find the value of x such that ... Put your final answer in \\boxed{}.",),
+            exemplars=exemplars.MATH,
         ),
         "rewardsmith.tools.math:MathTool",
     ),
@@ -87,7 +88,7 @@ BUILTINS: tuple[Builtin, ...] = (
             "the last number, with commas, currency, units and trailing .0 normalized.",
             domains=("math", "arithmetic"),
             reference_format="number",
-            exemplars=("Natalia sold clips to 48 of her friends in April ... How many clips?",),
+            exemplars=exemplars.GSM8K,
         ),
         "rewardsmith.tools.gsm8k:GSM8KTool",
     ),
@@ -99,6 +100,7 @@ BUILTINS: tuple[Builtin, ...] = (
             domains=("format",),
             needs_reference=False,
             reference_format="none",
+            exemplars=exemplars.FORMAT_TAGS,
         ),
         "rewardsmith.tools.format:FormatTagsTool",
         {"mode": "exact", "tags": ["thinking", "solution"]},
@@ -123,6 +125,7 @@ BUILTINS: tuple[Builtin, ...] = (
             domains=("format",),
             needs_reference=False,
             reference_format="none",
+            exemplars=exemplars.THINK_FORMAT,
         ),
         "rewardsmith.tools.format:ThinkFormatTool",
     ),
@@ -133,7 +136,7 @@ BUILTINS: tuple[Builtin, ...] = (
             "'Answer: B' and similar, compared with the reference letter.",
             domains=("multiple_choice",),
             reference_format="choice letter",
-            exemplars=("Which of the following ... (A) ... (B) ... (C) ... (D) ...",),
+            exemplars=exemplars.MULTIPLE_CHOICE,
         ),
         "rewardsmith.tools.choice:MultipleChoiceTool",
     ),
@@ -144,7 +147,7 @@ BUILTINS: tuple[Builtin, ...] = (
             "scaled to [0, 1].",
             domains=("translation",),
             reference_format="free text",
-            exemplars=("Translate the following German text into English: ...",),
+            exemplars=exemplars.TRANSLATION,
         ),
         "rewardsmith.tools.translation:TranslationTool",
         {"metric": "chrf"},
@@ -190,8 +193,40 @@ BUILTINS: tuple[Builtin, ...] = (
             "carries the dataset entry as JSON.",
             domains=("reasoning", "puzzles"),
             reference_format="reasoning-gym entry (JSON)",
+            exemplars=exemplars.REASONING_GYM,
         ),
         "rewardsmith.tools.reasoning_gym:ReasoningGymTool",
+    ),
+    Builtin(
+        _spec(
+            "code",
+            "Python code graded by unit tests in the sandbox: fraction of tests passed. The "
+            "reference carries the tests as JSON: HumanEval {prompt, test, entry_point}, MBPP "
+            "{test_list, test_imports} or stdin/stdout {inputs, outputs}.",
+            kind="code",
+            domains=("code",),
+            reference_format="unit tests (JSON)",
+            cost="moderate",
+            exemplars=(
+                "Write a python function to find the first repeated character in a given string.",
+                'def has_close_elements(numbers: List[float], threshold: float) -> bool:\n    """',
+            ),
+        ),
+        "rewardsmith.tools.code:CodeTool",
+        {"strict": False, "timeout": 10.0, "memory_mb": 512, "workers": 2},
+    ),
+    Builtin(
+        _spec(
+            "code_strict",
+            "Python code graded by unit tests in the sandbox, all or nothing: 1.0 only when "
+            "every test passes. Same reference formats as `code`.",
+            kind="code",
+            domains=("code",),
+            reference_format="unit tests (JSON)",
+            cost="moderate",
+        ),
+        "rewardsmith.tools.code:CodeTool",
+        {"strict": True, "timeout": 10.0, "memory_mb": 512, "workers": 2},
     ),
     Builtin(
         _spec(
@@ -210,3 +245,10 @@ BUILTINS: tuple[Builtin, ...] = (
 
 def builtin_names() -> list[str]:
     return [b.spec.name for b in BUILTINS]
+
+
+# The tool kind for generated reward functions (`def reward(...)`): its config is
+# `{"factory": REWARD_FUNCTION_FACTORY, "params": {"source": ..., "bounds": [lo, hi]}}`.
+# Building it runs the 4-stage check (rewardsmith.sandbox.check_reward_code) and refuses
+# code that is not admitted; it then runs the function on batches inside the sandbox.
+REWARD_FUNCTION_FACTORY = "rewardsmith.tools.reward_fn:RewardFunctionTool"

@@ -1,0 +1,108 @@
+"""`rewardsmith bench routing`: the router's accuracy, synthesize share and cost (see
+`rewardsmith.bench.routing`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rewardsmith.errors import InputError
+
+app = typer.Typer(
+    help="Benchmarks that compare against a baseline in the same run.", no_args_is_help=True
+)
+console = Console(width=140)  # the confusion table is wide
+
+DEFAULT_DATA = Path("../shared/data")
+ACCURACY_TARGET = 0.95
+SYNTHESIZE_TARGET = 0.90
+
+
+@app.command("routing")
+def routing(
+    data: Annotated[Path, typer.Option(help="The shared data folder.")] = DEFAULT_DATA,
+    seed: Annotated[int, typer.Option(help="Seed of the labeled set.")] = 0,
+    fit: Annotated[
+        bool, typer.Option("--fit", help="Also fit on the fit split and report.")
+    ] = False,
+    timing: Annotated[bool, typer.Option(help="Time a batch of 1,000 prompts.")] = True,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")] = None,
+) -> None:
+    """Route a labeled mixed-task set with and without task fields; print accuracy, the share
+    of out-of-library tasks sent to synthesize, a confusion table and routing cost."""
+    if not (data / "gsm8k").is_dir():
+        raise InputError(f"{data} is not the shared data folder (no gsm8k/ inside); pass --data")
+    logging.getLogger("rewardsmith").setLevel(logging.ERROR)
+    from rewardsmith.bench.routing import run
+
+    out = run(data, seed=seed, fit=fit, do_timing=timing)
+    table = Table(
+        title=f"routing on {out['items']} labeled samples (code tool: {out['code_tool']})"
+    )
+    table.add_column("router")
+    for col in ("accuracy", "to synth.", "kind ok", "conf. wrong", "sigs"):
+        table.add_column(col, justify="right", no_wrap=True)
+    names = {
+        "rules": "baseline: rules, no task",
+        "embedded": "embedded, no task",
+        "embedded_task": "embedded, task field",
+        "embedded_fitted": "embedded, fitted",
+        "embedded_no_code": "embedded, no code tool",
+        "marker_free_rules": "marker-free slice, rules",
+        "marker_free": "marker-free slice, embedded",
+    }
+    for key, name in names.items():
+        if key in out:
+            r = out[key]
+            table.add_row(
+                name,
+                f"{r['accuracy']:.1%}/{r['n_in_library']}",
+                f"{r['synthesize_share']:.1%}/{r['n_out_of_library']}"
+                if r["n_out_of_library"]
+                else "-",
+                f"{r['kind_accuracy']:.1%}",
+                str(r["confident_wrong"]),
+                str(r["signatures"]),
+            )
+    console.print(table)
+    console.print(
+        "accuracy: right tool on in-library tasks; to synth.: out-of-library tasks sent to synthesize"
+    )
+    console.print(_confusion(out["embedded"]["confusion"]))
+    if "timing" in out:
+        t = out["timing"]
+        console.print(
+            f"routing cost, batch of {t['batch']} distinct prompts (embedded, cold caches): "
+            f"p50 {t['p50_ms']:.2f} ms/sample, p90 {t['p90_ms']:.2f} ms, total "
+            f"{t['batch_total_s']:.1f} s; unbatched p50 {t['unbatched_p50_ms']:.2f} ms "
+            f"-> batching + signatures x{t['speedup']:.1f}; GRPO-like batch ({t['grpo_group']} "
+            f"completions per prompt): p50 {t['grpo_p50_ms']:.2f} ms/sample"
+        )
+    e = out["embedded"]
+    ok = e["accuracy"] >= ACCURACY_TARGET and e["synthesize_share"] >= SYNTHESIZE_TARGET
+    console.print(
+        f"targets (no task field): accuracy >= {ACCURACY_TARGET:.0%}, synthesize >= "
+        f"{SYNTHESIZE_TARGET:.0%}: {'met' if ok else 'NOT met'}"
+    )
+    if json_out is not None:
+        json_out.write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")
+
+
+def _confusion(confusion: dict[str, Any]) -> Table:
+    pairs = [(k.split(" -> ")[0], k.split(" -> ")[1], n) for k, n in confusion.items()]
+    labels = sorted({a for a, _, _ in pairs})
+    predicted = sorted({b for _, b, _ in pairs})
+    table = Table(title="confusion (embedded, no task field): label x decision")
+    table.add_column("label")
+    for p in predicted:
+        table.add_column(p, justify="right")
+    cells = {(a, b): n for a, b, n in pairs}
+    for a in labels:
+        table.add_row(a, *(str(cells.get((a, b), "")) for b in predicted))
+    return table

@@ -1,0 +1,270 @@
+"""What the router sees of a sample besides its embedding: the reference's format, prompt
+and response features, and the *task signature* under which decisions are cached.
+
+Pure Python, no heavy imports: everything here runs on every sample, so each check is a
+bounded regex or a prefix/suffix scan (texts are clipped first, see `MAX_FEATURE_CHARS`).
+
+Reference formats (`RefFormat`) follow the issue's list: `none`, `number`, `latex`,
+`choice` (a choice letter), `unit_tests`, `free_text`, plus `json_entry` (a reasoning-gym
+dataset entry, which carries its own scorer's metadata).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from rewardsmith.types import Sample, ToolSpec
+
+RefFormat = Literal["none", "number", "latex", "choice", "unit_tests", "json_entry", "free_text"]
+REF_FORMATS: tuple[RefFormat, ...] = (
+    "none",
+    "number",
+    "latex",
+    "choice",
+    "unit_tests",
+    "json_entry",
+    "free_text",
+)
+
+# Regexes run on clipped text: a megabyte prompt must not cost seconds per sample.
+MAX_FEATURE_CHARS = 4_000
+# The text the embedding model sees: MiniLM reads ~64 word pieces here (see embedded.py), so
+# the head carries the task and the tail the format instruction ("answer in <solution>...").
+EMBED_HEAD_CHARS = 300
+EMBED_TAIL_CHARS = 160
+# A short answer made of these characters is math (LaTeX-ish) rather than prose.
+_MATHY = re.compile(r"^[\s\d.,;:+\-*/^_=()\[\]{}<>|!%$\\a-zA-Z]*$")
+_NUMBER = re.compile(r"^\s*[-+]?\$?\s*(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\s*%?\s*\.?$")
+_GSM8K_FINAL = re.compile(r"####\s*([-+]?\$?[\d,]+(\.\d+)?)\s*$")
+_CHOICE = re.compile(r"^\s*\(?([A-J])\)?[.:]?\s*$")
+_LATEX_CMD = re.compile(r"\\[a-zA-Z]+|\^|_\{|\$")
+_UNIT_TESTS = re.compile(
+    r"^\s*assert\b|def\s+check\s*\(|def\s+test_\w*\s*\(|import\s+unittest|\bassert\s+\w+\(",
+    re.MULTILINE,
+)
+# JSON references that carry unit tests (HumanEval, MBPP, stdin/stdout cases).
+_TEST_KEYS = frozenset({"test", "test_list", "entry_point", "inputs", "outputs"})
+_OPTIONS = re.compile(r"(^|\s)\(?[A-D][).:]\s+\S", re.MULTILINE)
+_DIALOGUE = re.compile(r"(^|\n)\s*(Human|User|Assistant|AI)\s*:", re.IGNORECASE)
+_TAG = re.compile(r"</?([a-zA-Z_][\w-]{0,20})>")
+# Markers a tool's description can name and a prompt/completion can contain; a shared
+# marker is evidence for the tool ("\boxed{}" for math, "####" for GSM8K, <solution> tags).
+_MARKERS: dict[str, re.Pattern[str]] = {
+    "boxed": re.compile(r"\\boxed"),
+    "hashes": re.compile(r"####"),
+    "answer_tag": re.compile(r"<answer>"),
+    "choice_paren": re.compile(r"\([A-D]\)"),
+    "code_block": re.compile(r"```|\bdef\s+\w+\s*\("),
+    # Inline math ($x^2$, $3339$; not "$5 and $6" prices), LaTeX commands, or the word.
+    "latex": re.compile(
+        r"\$[^$\s][^$\n]{0,60}?(?<=[^$\s])\$|\$\d\$|\\(frac|dfrac|sqrt|cdot|times|pi|sum|"
+        r"int|left|begin|mathbf|binom|dbinom|angle|circ|pmod|equiv|le|ge|neq|infty)\b|\bLaTeX\b"
+    ),
+    # "translate", "übersetze", "traduce", or a "German: ... English:" pair of lines.
+    "translate": re.compile(
+        r"\btranslat|[Üü]bersetz|\btradu[ci]|(^|\n)\s*(English|German|French|Spanish|Italian|"
+        r"Portuguese|Russian|Chinese|Japanese|Czech|Deutsch|Englisch)\s*(\(\w+\))?\s*:",
+        re.IGNORECASE,
+    ),
+}
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_FEATURE_CHARS:
+        return text
+    half = MAX_FEATURE_CHARS // 2
+    return text[:half] + "\n" + text[-half:]
+
+
+def reference_format(reference: str | None) -> RefFormat:
+    """Classify a reference: none, number, LaTeX, choice letter, unit tests, JSON entry,
+    free text. GSM8K's worked solutions (ending in `#### N`) count as numbers."""
+    if reference is None or not reference.strip():
+        return "none"
+    ref = _clip(reference.strip())
+    if ref[0] == "{" and ref[-1] == "}":
+        try:
+            data = json.loads(reference)
+        except ValueError:
+            data = None
+        if isinstance(data, Mapping) and _TEST_KEYS & set(data):
+            return "unit_tests"
+        if isinstance(data, Mapping) and ("metadata" in data or "answer" in data):
+            return "json_entry"
+    if _UNIT_TESTS.search(ref):
+        return "unit_tests"
+    if _CHOICE.match(ref):
+        return "choice"
+    if _NUMBER.match(ref) or _GSM8K_FINAL.search(ref):
+        return "number"
+    if len(ref) <= 80 and _MATHY.match(ref) and (_LATEX_CMD.search(ref) or _mostly_math(ref)):
+        return "latex"
+    return "free_text"
+
+
+def _mostly_math(text: str) -> bool:
+    """`3, 5, 7`, `(2,-1)`, `x+1`, `1/2`: digits and operators, at most one short word."""
+    words = re.findall(r"[a-zA-Z]{2,}", text)
+    return any(c.isdigit() for c in text) and len(words) <= 1
+
+
+_SPEC_FORMATS: tuple[tuple[str, RefFormat], ...] = (
+    ("unit test", "unit_tests"),
+    ("test", "unit_tests"),
+    ("json", "json_entry"),
+    ("choice", "choice"),
+    ("letter", "choice"),
+    ("latex", "latex"),
+    ("number", "number"),
+    ("numeric", "number"),
+    ("none", "none"),
+)
+
+
+def spec_format(spec: ToolSpec) -> RefFormat:
+    """The `RefFormat` a tool expects, read from its free-form `reference_format`."""
+    if not spec.needs_reference:
+        return "none"
+    text = spec.reference_format.lower()
+    for key, fmt in _SPEC_FORMATS:
+        if key in text:
+            return fmt
+    return "free_text"
+
+
+# How well a tool expecting format T (rows) can grade a sample whose reference has format S
+# (columns). math-verify reads plain numbers too; a reference-free tool can grade anything
+# but is a weaker fit when the sample brings a reference it would ignore.
+_COMPAT: dict[RefFormat, dict[RefFormat, float]] = {
+    "latex": {"latex": 1.0, "number": 0.9},
+    "number": {"number": 1.0},
+    "choice": {"choice": 1.0},
+    "unit_tests": {"unit_tests": 1.0},
+    "json_entry": {"json_entry": 1.0},
+    "free_text": {"free_text": 1.0},
+    "none": {f: (1.0 if f == "none" else 0.3) for f in REF_FORMATS},
+}
+
+
+def compatibility(tool_format: RefFormat, sample_format: RefFormat) -> float:
+    """0..1: can a tool expecting `tool_format` grade a reference of `sample_format`?"""
+    return _COMPAT.get(tool_format, {}).get(sample_format, 0.0)
+
+
+def can_grade(tool_format: RefFormat, tool_markers: frozenset[str], f: SampleFeatures) -> float:
+    """Format compatibility, except that a reference-free format check is a candidate for a
+    sample *with* a reference only when the prompt names all its markers (asks for its
+    <thinking>/<solution> tags): otherwise it would grade the format and ignore the answer."""
+    compat = compatibility(tool_format, f.ref_format)
+    if tool_format == "none" and f.ref_format != "none":
+        return compat if tool_markers and tool_markers <= f.prompt_markers else 0.0
+    return compat
+
+
+def markers(text: str) -> frozenset[str]:
+    """Named markers (`boxed`, `hashes`, `answer_tag`, ...) and `tag:NAME` for XML-ish tags."""
+    text = _clip(text)
+    found = {name for name, rx in _MARKERS.items() if rx.search(text)}
+    found.update(f"tag:{m.lower()}" for m in _TAG.findall(text))
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class SampleFeatures:
+    """Everything the router reads from one sample, computed once."""
+
+    ref_format: RefFormat
+    text: str  # what the embedding model reads
+    empty_prompt: bool
+    chat: bool  # the prompt came as chat messages
+    dialogue: bool  # a multi-turn conversation (chat messages or a Human:/Assistant: log)
+    non_latin: float  # share of letters outside the Latin script (MiniLM reads English)
+    options: bool  # the prompt lists (A)/(B)/... options
+    prompt_markers: frozenset[str]
+    completion_markers: frozenset[str]
+    ref_words: int = 0
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """The non-embedding part of a task signature."""
+        return (
+            self.ref_format,
+            self.empty_prompt,
+            self.dialogue,
+            self.non_latin > NON_LATIN_LIMIT,
+            self.options,
+        )
+
+
+# Above this share of non-Latin letters the English-only embedding is unreliable.
+NON_LATIN_LIMIT = 0.3
+
+
+def _message_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return "" if content is None else str(content)
+
+
+def prompt_parts(sample: Sample) -> tuple[str, bool, int]:
+    """(text to read, came as chat, number of user turns)."""
+    prompt = sample.prompt
+    if prompt is None:
+        return "", False, 0
+    if isinstance(prompt, str):
+        return prompt, False, 1
+    messages = [m for m in prompt if isinstance(m, Mapping)]
+    users = [m for m in messages if m.get("role", "user") == "user"]
+    assistants = [m for m in messages if m.get("role") == "assistant"]
+    last_user = _message_text(users[-1].get("content")) if users else ""
+    turns = len(users) + len(assistants)
+    return last_user, True, turns
+
+
+def non_latin_share(text: str) -> float:
+    """Share of alphabetic characters that are not Latin script (CJK, Cyrillic, Arabic...)."""
+    letters = [c for c in text[:MAX_FEATURE_CHARS] if c.isalpha()]
+    if not letters:
+        return 0.0
+    other = sum(1 for c in letters if not unicodedata.name(c, "").startswith("LATIN"))
+    return other / len(letters)
+
+
+def embed_text(text: str) -> str:
+    """Head and tail of a prompt: the task is stated first, the answer format last."""
+    text = " ".join(text.split())
+    if len(text) <= EMBED_HEAD_CHARS + EMBED_TAIL_CHARS:
+        return text
+    return text[:EMBED_HEAD_CHARS] + " ... " + text[-EMBED_TAIL_CHARS:]
+
+
+def sample_features(sample: Sample) -> SampleFeatures:
+    """Compute the router's features for one sample."""
+    text, chat, turns = prompt_parts(sample)
+    clipped = _clip(text)
+    dialogue = turns > 1 or len(_DIALOGUE.findall(clipped)) >= 2
+    return SampleFeatures(
+        ref_format=reference_format(sample.reference),
+        text=embed_text(clipped),
+        empty_prompt=not text.strip(),
+        chat=chat,
+        dialogue=dialogue,
+        non_latin=non_latin_share(clipped),
+        options=len(_OPTIONS.findall(clipped)) >= 2,
+        prompt_markers=markers(clipped),
+        completion_markers=markers(sample.completion[-MAX_FEATURE_CHARS:]),
+        ref_words=len((sample.reference or "")[:MAX_FEATURE_CHARS].split()),
+    )
+
+
+def spec_markers(spec: ToolSpec) -> frozenset[str]:
+    """Markers a tool's description names (its evidence in prompts and completions)."""
+    return markers(spec.description)

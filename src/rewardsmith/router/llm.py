@@ -1,0 +1,274 @@
+"""The LLM routing backend: ask any OpenAI-compatible chat endpoint for the decision, in a
+JSON schema, and fall back to the embedded backend when that fails.
+
+The model sees the routable tools that can read the sample's reference format (name, what
+it checks, the format it reads; a tool that cannot read the reference is never offered, so
+even a small constrained model cannot pick one), the sample (prompt head, reference format and head, completion tail, task field)
+and must answer `{"action", "tool", "confidence", "synthesize_kind", "reason"}`, with the
+tool names and kinds as enums so a constrained decoder cannot invent one. The schema is sent
+the OpenAI way (`response_format: {type: json_schema}`); a server that refuses that with
+HTTP 400/422 (llama-cpp-python's server) gets `{type: json_object, schema}` from then on.
+
+Fallback to the embedded backend, with a warning: the endpoint is unreachable (then the
+backend stays off for the router's lifetime, so a dead endpoint costs one timeout, not one
+per signature); the answer is not JSON or breaks the schema; or it names a tool that cannot
+read the sample's reference format (a constrained decoder can still pick a wrong enum value;
+the format check keeps that from becoming a confident wrong tool). Every call's tokens are
+in the decision (`tokens`) and summed in `usage`.
+
+The LLM chooses; the embedded model calibrates: a tool decision's confidence is the
+embedded model's probability for the LLM's choice (a model's self-reported confidence is
+not calibrated), and under the threshold the decision is "synthesize".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from rewardsmith.errors import ConfigError, LLMError
+from rewardsmith.library.store import Library
+from rewardsmith.llm.client import LLMClient, TokenUsage
+from rewardsmith.router.decision import SYNTH_KINDS, Decision, ToolWeight, synthesize
+from rewardsmith.router.embedded import EmbeddedBackend, synth_kind
+from rewardsmith.router.features import SampleFeatures, can_grade, markers
+from rewardsmith.types import Sample
+
+log = logging.getLogger(__name__)
+
+# What the model reads of a sample: enough to tell the task, short enough for small models.
+PROMPT_CHARS = 700
+REFERENCE_CHARS = 200
+COMPLETION_CHARS = 200
+DESCRIPTION_CHARS = 160
+REASON_CHARS = 60
+MAX_ANSWER_TOKENS = 100
+
+SYSTEM = (
+    "You route samples to reward tools for reinforcement learning. Given a task prompt, the "
+    "format of its reference answer and a candidate response, pick the one library tool that "
+    "can grade the response correctly. If no tool fits (open-ended chat, writing, a reference "
+    'format no tool reads), answer action "synthesize" with the kind of tool to build: '
+    '"code_verifier" when the reference can be checked by a program, "reward_model" '
+    "otherwise. Answer with JSON only."
+)
+
+
+def decision_schema(tool_names: list[str]) -> dict[str, Any]:
+    """The JSON schema of the model's answer, with the library's tool names as an enum."""
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["tool", "synthesize"]},
+            "tool": {"type": "string", "enum": [*tool_names, "none"]},
+            "confidence": {"type": "number"},
+            "synthesize_kind": {"type": "string", "enum": [*SYNTH_KINDS, "none"]},
+            "reason": {"type": "string", "maxLength": REASON_CHARS},
+        },
+        "required": ["action", "tool", "confidence", "synthesize_kind", "reason"],
+        "additionalProperties": False,
+    }
+
+
+class LLMBackend:
+    """Decides with an LLM; see the module docstring. `client` defaults to one built from
+    the `REWARDSMITH_LLM_*` environment variables."""
+
+    def __init__(
+        self,
+        library: Library,
+        fallback: EmbeddedBackend,
+        client: LLMClient | None = None,
+    ) -> None:
+        self.library = library
+        self.fallback = fallback
+        self.client: LLMClient | None = client
+        self.down = False
+        if self.client is None:
+            try:
+                self.client = LLMClient()
+            except ConfigError as exc:
+                log.warning("router: %s; using the embedded backend", exc)
+                self.down = True
+        self.schema_style = "json_schema"
+        self.tools = {c.spec.name: c for c in fallback.candidates}
+
+    @property
+    def usage(self) -> TokenUsage:
+        return self.client.usage if self.client is not None else TokenUsage()
+
+    def compatible(self, f: SampleFeatures) -> list[str]:
+        """Tools that can read this sample's reference format: the only ones offered. A
+        reference-free format check is offered only when there is no reference or the
+        prompt names all its markers (e.g. asks for <thinking>/<solution> tags)."""
+        return sorted(n for n, c in self.tools.items() if can_grade(c.fmt, c.markers, f) > 0)
+
+    def messages(self, sample: Sample, f: SampleFeatures) -> list[dict[str, str]]:
+        """The chat messages for one sample (only the tools that can read its reference)."""
+        lines = []
+        for name in self.compatible(f):
+            c = self.tools[name]
+            desc = c.spec.description[:DESCRIPTION_CHARS]
+            lines.append(f"- {c.spec.name}: {desc} (reference: {c.spec.reference_format})")
+        prompt = sample.prompt_text()[:PROMPT_CHARS] or "(empty)"
+        ref = (sample.reference or "")[:REFERENCE_CHARS] or "(none)"
+        user = (
+            "Tools:\n" + "\n".join(lines) + "\n\n"
+            f"Task field: {sample.task or '(none)'}\n"
+            f"Prompt:\n{prompt}\n\n"
+            f"Reference format: {f.ref_format.replace('_', ' ')}\nReference: {ref}\n\n"
+            f"Response (end): {sample.completion[-COMPLETION_CHARS:]}\n\n"
+            'Answer as JSON: {"action": "tool" or "synthesize", "tool": a tool name or "none", '
+            '"confidence": 0 to 1, "synthesize_kind": "code_verifier", "reward_model" or '
+            '"none", "reason": a few words}'
+        )
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+    def _response_format(self, tools: list[str]) -> dict[str, Any]:
+        schema = decision_schema(tools)
+        if self.schema_style == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "route_decision", "schema": schema, "strict": True},
+            }
+        return {"type": "json_object", "schema": schema}
+
+    def _ask(self, messages: list[dict[str, str]], tools: list[str]) -> tuple[str, dict[str, int]]:
+        assert self.client is not None
+        try:
+            result = self.client.chat(
+                messages, response_format=self._response_format(tools), max_tokens=MAX_ANSWER_TOKENS
+            )
+        except LLMError as exc:
+            refused = any(k in str(exc) for k in ("HTTP 400", "HTTP 422", "response_format"))
+            if self.schema_style == "json_schema" and refused:
+                self.schema_style = "json_object"  # llama-cpp-python's form of the same request
+                result = self.client.chat(
+                    messages,
+                    response_format=self._response_format(tools),
+                    max_tokens=MAX_ANSWER_TOKENS,
+                )
+            else:
+                raise
+        tokens = {
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+        }
+        return result.text, tokens
+
+    def decide(
+        self, sample: Sample, f: SampleFeatures, vector: Any, signature: str = ""
+    ) -> Decision:
+        """The LLM's decision for one signature's representative sample, or the embedded
+        backend's when the LLM cannot give a usable one."""
+        tools = self.compatible(f)
+        if self.down or not tools:  # no tool reads this reference: nothing to ask
+            return self._fallback(sample, f, vector, signature, "")
+        try:
+            text, tokens = self._ask(self.messages(sample, f), tools)
+        except LLMError as exc:
+            if "cannot reach" in str(exc):
+                self.down = True
+            log.warning("router: LLM backend failed (%s); using the embedded backend", exc)
+            return self._fallback(sample, f, vector, signature, f"LLM failed: {exc}")
+        try:
+            embedded = self._fallback(sample, f, vector, signature, "")
+            return self._parse(text, f, tokens, signature, embedded.scores)
+        except ValueError as exc:
+            log.warning("router: malformed LLM decision (%s); using the embedded backend", exc)
+            return self._fallback(
+                sample, f, vector, signature, f"malformed LLM answer: {exc}", tokens
+            )
+
+    def _parse(
+        self,
+        text: str,
+        f: SampleFeatures,
+        tokens: dict[str, int],
+        signature: str,
+        calibrated: Mapping[str, float],
+    ) -> Decision:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON: {text[:80]!r}") from exc
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        action = data.get("action")
+        confidence = data.get("confidence")
+        if action not in ("tool", "synthesize"):
+            raise ValueError(f"action {action!r}")
+        if not isinstance(confidence, int | float):
+            raise ValueError(f"confidence {confidence!r}")
+        confidence = min(max(float(confidence), 0.0), 1.0)
+        reason = str(data.get("reason", ""))[:REASON_CHARS]
+        if action == "synthesize":
+            kind = data.get("synthesize_kind")
+            if kind not in SYNTH_KINDS:
+                kind = synth_kind(f)
+            return synthesize(
+                kind,
+                reason or "the LLM found no fitting tool",
+                confidence,
+                "llm",
+                signature=signature,
+                tokens=tokens,
+            )
+        name = data.get("tool")
+        candidate = self.tools.get(str(name))
+        if candidate is None:
+            raise ValueError(f"unknown tool {name!r}")
+        if name not in self.compatible(f):
+            raise ValueError(f"{name} cannot read a {f.ref_format.replace('_', ' ')} reference")
+        # A model's own confidence is not calibrated (small ones say 0 or 1): the decision's
+        # confidence is the embedded model's calibrated probability of the LLM's choice.
+        p = float(calibrated.get(str(name), 0.0))
+        if p < self.fallback.state.threshold:
+            why = (
+                f"LLM picked {name} (its confidence {confidence:.2f}) but the calibrated "
+                f"probability is {p:.2f} < threshold"
+            )
+            return synthesize(
+                synth_kind(f), why, 1.0 - p, "llm", signature=signature, tokens=tokens
+            )
+        return Decision(
+            "tool",
+            p,
+            "llm",
+            (ToolWeight(candidate.spec.ref, 1.0),),
+            why=reason,
+            signature=signature,
+            tokens=tokens,
+        )
+
+    def _fallback(
+        self,
+        sample: Sample,
+        f: SampleFeatures,
+        vector: Any,
+        signature: str,
+        why: str,
+        tokens: dict[str, int] | None = None,
+    ) -> Decision:
+        ref_markers = markers(sample.reference[-500:]) if sample.reference else frozenset()
+        d = self.fallback.decide(f, vector, sample.task, ref_markers, signature=signature)
+        if not why:
+            return d
+        note = f"fallback ({why[:120]})"
+        return Decision(
+            d.action,
+            d.confidence,
+            d.backend,
+            d.tools,
+            d.kind,
+            f"{d.why}; {note}" if d.why else note,
+            d.signature,
+            d.scores,
+            tokens or {},
+        )
+
+    def close(self) -> None:
+        if self.client is not None and self.usage.calls:
+            log.info("router: LLM usage %s", self.usage.to_dict())
