@@ -1,0 +1,267 @@
+"""`rewardsmith rm train|eval`: reward models from plain text (RBS), and their evaluation.
+
+torch and transformers are imported inside the commands, so `rewardsmith --help` stays fast
+and works without the `train` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.errors import MissingDependencyError
+
+app = typer.Typer(help="Reward models without human labels: train, evaluate.", no_args_is_help=True)
+console = Console()
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError("torch transformers", "train") from exc
+
+
+@app.command("train")
+def train_cmd(
+    corpus: Annotated[
+        list[Path],
+        typer.Option("--corpus", "-c", help="Text / JSONL / parquet file or folder (repeatable)."),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output model directory.")],
+    field: Annotated[
+        str, typer.Option("--field", help="JSONL/parquet field(s), e.g. text or question,answer.")
+    ] = "text",
+    per_file: Annotated[
+        bool,
+        typer.Option(
+            "--per-file", help="A text file is one document (default: blank lines split)."
+        ),
+    ] = False,
+    backbone: Annotated[
+        str, typer.Option(help="'minilm' (bundled) or a local HF model dir.")
+    ] = "minilm",
+    encoder: Annotated[str, typer.Option(help="cross (default) or bi.")] = "cross",
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", "-b", help="Documents per batch (B).")
+    ] = 16,
+    negatives: Annotated[
+        int | None, typer.Option(help="Negatives per prefix (default: all B-1).")
+    ] = None,
+    centering: Annotated[float, typer.Option(help="Score-centering coefficient c.")] = 0.01,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 3e-5,
+    warmup_steps: Annotated[int, typer.Option(help="Linear warmup steps.")] = 20,
+    grad_accum: Annotated[int, typer.Option(help="Gradient accumulation micro-batches.")] = 1,
+    max_steps: Annotated[
+        int, typer.Option(help="Optimizer steps (0: save the untrained model).")
+    ] = 200,
+    time_limit: Annotated[
+        float | None, typer.Option(help="Stop and save after this many minutes.")
+    ] = None,
+    save_every: Annotated[int, typer.Option(help="Checkpoint every N steps.")] = 50,
+    split_mode: Annotated[str, typer.Option(help="random (mid-sentence) or sentence.")] = "random",
+    prefix_min: Annotated[int, typer.Option(help="Min prefix tokens.")] = 16,
+    prefix_max: Annotated[int, typer.Option(help="Max prefix tokens.")] = 128,
+    suffix_min: Annotated[int, typer.Option(help="Min suffix tokens.")] = 16,
+    suffix_max: Annotated[int, typer.Option(help="Max suffix tokens.")] = 96,
+    eval_prompt_tokens: Annotated[
+        int | None, typer.Option(help="Prompt window when scoring (default: prefix-max).")
+    ] = None,
+    eval_completion_tokens: Annotated[
+        int | None, typer.Option(help="Completion window when scoring (default: 384).")
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the head init, the splits and the negatives.")
+    ] = 0,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda...")] = "auto",
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the newest checkpoint in OUT.")
+    ] = False,
+    name: Annotated[
+        str | None, typer.Option(help="Tool / registry name (default: the OUT folder name).")
+    ] = None,
+    register: Annotated[
+        bool, typer.Option(help="Add the model to the library and the local model registry.")
+    ] = True,
+    domains: Annotated[str, typer.Option(help="Comma-separated domains for the tool spec.")] = "",
+    library: LibraryOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Train a reward model from unlabeled text (RBS) and register it as a `model` tool."""
+    _require_torch()
+    from rewardsmith.rm.data import SplitConfig
+    from rewardsmith.rm.model import Windows, torch_threads
+    from rewardsmith.rm.registry import register_trained
+    from rewardsmith.rm.train import TrainConfig, train
+
+    torch_threads(threads)
+    split = SplitConfig(prefix_min, prefix_max, suffix_min, suffix_max, split_mode, seed)  # type: ignore[arg-type]
+    windows = None
+    if eval_prompt_tokens or eval_completion_tokens:
+        windows = Windows(eval_prompt_tokens or prefix_max, eval_completion_tokens or 384)
+    config = TrainConfig(
+        backbone=backbone,
+        encoder=encoder,  # type: ignore[arg-type]  # checked by TrainConfig
+        split=split,
+        batch_size=batch_size,
+        negatives=negatives,
+        centering=centering,
+        lr=lr,
+        warmup_steps=warmup_steps,
+        grad_accum=grad_accum,
+        max_steps=max_steps,
+        time_limit_s=None if time_limit is None else time_limit * 60,
+        save_every=save_every,
+        seed=seed,
+        device=device,
+        eval_windows=windows,
+    )
+    result = train(
+        [str(c) for c in corpus],
+        out,
+        config,
+        field=field,
+        per_file=per_file,
+        resume=resume,
+        progress=not quiet,
+    )
+    table = Table(title=f"rm train -> {out}")
+    for col in ("steps", "stopped", "pairs", "comparisons", "tokens", "seconds", "loss", "acc"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(result.steps),
+        result.stopped,
+        str(result.pairs),
+        str(result.comparisons),
+        str(result.tokens),
+        f"{result.seconds:.0f}",
+        f"{result.final.get('loss', float('nan')):.4f}",
+        f"{result.final.get('acc', float('nan')):.3f}",
+    )
+    console.print(table)
+    if register:
+        with open_library(library) as lib:
+            spec = register_trained(
+                out,
+                lib,
+                name=name or out.resolve().name,
+                domains=tuple(d for d in domains.split(",") if d),
+            )
+        console.print(
+            f"registered tool {spec.ref} (kind model) and model {spec.name} in the local registry"
+        )
+
+
+@app.command("eval")
+def eval_cmd(
+    model: Annotated[Path, typer.Option("--model", "-m", help="Reward model directory.")],
+    data: Annotated[
+        list[Path],
+        typer.Option(
+            "--data", "-d", help="LLMBar / HH-RLHF / RewardBench / best-of-N file (repeatable)."
+        ),
+    ],
+    limit: Annotated[int | None, typer.Option(help="Only the first N rows of each file.")] = None,
+    untrained: Annotated[
+        bool,
+        typer.Option(help="Also evaluate the untrained backbone with the same head init and seed."),
+    ] = True,
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 16,
+    prompt_tokens: Annotated[int | None, typer.Option(help="Override the prompt window.")] = None,
+    completion_tokens: Annotated[
+        int | None, typer.Option(help="Override the completion window.")
+    ] = None,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda...")] = "auto",
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write results as JSON.")
+    ] = None,
+    card: Annotated[bool, typer.Option(help="Append the results to the model card.")] = True,
+) -> None:
+    """Pairwise / best-of-4 / best-of-N accuracy of a reward model (and of its untrained start)."""
+    _require_torch()
+    from rewardsmith.rm.evaluate import evaluate_sets, load_eval_set
+    from rewardsmith.rm.model import (
+        Windows,
+        init_scorer,
+        load_scorer,
+        read_rbs_config,
+        torch_threads,
+    )
+
+    torch_threads(threads)
+    sets = [load_eval_set(p, limit) for p in data]
+    rbs = read_rbs_config(model)
+    saved = Windows(**rbs.get("windows", {}))
+    windows = Windows(
+        prompt_tokens or saved.prompt_max_tokens, completion_tokens or saved.completion_max_tokens
+    )
+    columns: dict[str, dict[str, dict[str, float]]] = {}
+    trained = load_scorer(model, device=device, windows=windows)
+    columns["trained"] = evaluate_sets(sets, lambda p, c: trained.score_texts(p, c, batch_size))
+    train_cfg = rbs.get("train")
+    if untrained and train_cfg:
+        base = init_scorer(
+            train_cfg["backbone"],
+            train_cfg.get("encoder", "cross"),
+            windows,
+            int(train_cfg.get("seed", 0)),
+            device,
+        )
+        columns["untrained"] = evaluate_sets(sets, lambda p, c: base.score_texts(p, c, batch_size))
+    elif untrained:
+        console.print(
+            "[yellow]no rbs_config.json training record: skipping the untrained column[/]"
+        )
+    table = Table(title=f"rm eval: {model}")
+    table.add_column("set / metric")
+    table.add_column("n", justify="right")
+    for col in columns:
+        table.add_column(col, justify="right")
+    first = next(iter(columns.values()))
+    for key, metrics in first.items():
+        if key.endswith("/best_of_n"):
+            table.add_row(
+                f"{key}: model pick",
+                str(int(metrics["n"])),
+                *[f"{columns[c][key]['model']:.3f}" for c in columns],
+            )
+            for base_key in ("random", "majority", "oracle", "reference_rm"):
+                if base_key in metrics:
+                    table.add_row(
+                        f"{key}: {base_key}",
+                        str(int(metrics["n"])),
+                        *[f"{metrics[base_key]:.3f}" for _ in columns],
+                    )
+        else:
+            table.add_row(
+                key,
+                str(int(metrics["n"])),
+                *[f"{columns[c][key]['accuracy']:.3f}" for c in columns],
+            )
+    console.print(table)
+    payload = {
+        "model": str(model),
+        "windows": windows.__dict__,
+        "limit": limit,
+        "data": [str(p) for p in data],
+        "results": columns,
+    }
+    if output is not None:
+        output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    card_file = model / "README.md"
+    if card and card_file.is_file():
+        with card_file.open("a", encoding="utf-8") as fh:
+            fh.write(
+                "\n## Evaluation (`rewardsmith rm eval`)\n\n```json\n"
+                + json.dumps(payload, indent=2)
+                + "\n```\n"
+            )

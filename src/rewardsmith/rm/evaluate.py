@@ -1,0 +1,263 @@
+"""Reward-model evaluation: pairwise accuracy, best-of-4 and best-of-N (`rewardsmith rm eval`).
+
+Formats read (detected per file):
+
+- **LLMBar** (`.json` array of `{input, output_1, output_2, label}`, label 1 or 2 names the
+  better output): pairwise accuracy.
+- **HH-RLHF** (`{chosen, rejected}` whole dialogues, `.jsonl[.gz]`): the prompt is the
+  dialogue up to the last `Assistant:` turn, the two completions are the final turns.
+- **RewardBench** rows (`{prompt, chosen, rejected}`; `chosen` / `rejected` a string or a
+  list): a row counts only if its chosen completion beats *every* rejected one, which for
+  RewardBench-2 rows (1 chosen, 3 rejected) is the best-of-4 rule (Malik et al. 2025).
+- **Best-of-N** files (`{question, response: [N], score: [N] bools}`, as
+  `math/qwen25_math_cot_100_8samples.jsonl`): pick the highest-scored of the N responses per
+  problem; reported beside a uniformly random pick (its expected accuracy), majority vote
+  over the file's extracted answers (`pred`), the oracle (any correct), and the file's own
+  reward-model scores (`pred_score`, Qwen2.5-Math-RM-72B) when present. The same file also
+  gives *math pairs*: every (correct, incorrect) pair of responses to one problem.
+
+Ties (equal scores) count as wrong in every pairwise metric: a model that scores everything
+the same must not get 50%. Each distinct (prompt, completion) is scored once.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.errors import InputError
+
+ScoreFn = Callable[[Sequence[str], Sequence[str]], list[float]]
+_HH_ASSISTANT = "\n\nAssistant:"
+
+
+@dataclass(frozen=True)
+class PrefRow:
+    """One preference item: a prompt, its chosen completion(s) and rejected completion(s)."""
+
+    prompt: str
+    chosen: tuple[str, ...]
+    rejected: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BestOfNRow:
+    """One problem with N responses, their correctness and optional extra columns."""
+
+    prompt: str
+    responses: tuple[str, ...]
+    correct: tuple[bool, ...]
+    answers: tuple[str, ...] = ()
+    reference_scores: tuple[float, ...] = ()
+
+
+@dataclass
+class EvalSet:
+    """A named evaluation set read from one file."""
+
+    name: str
+    kind: str  # "pairwise", "best_of_4" or "best_of_n"
+    pref: list[PrefRow] = field(default_factory=list)
+    bon: list[BestOfNRow] = field(default_factory=list)
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        text = fh.read()
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        rows = json.loads(stripped)
+    else:
+        rows = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{lineno}: not JSON: {exc}") from None
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        raise InputError(f"{path}: expected JSON objects (a JSON array or JSONL)")
+    return rows
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        return list(ast.literal_eval(value))  # the Qwen file stores some lists as strings
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _split_hh(dialogue: str) -> tuple[str, str]:
+    cut = dialogue.rfind(_HH_ASSISTANT)
+    if cut < 0:
+        raise InputError("HH-RLHF dialogue without an 'Assistant:' turn")
+    end = cut + len(_HH_ASSISTANT)
+    return dialogue[:end].strip(), dialogue[end:].strip()
+
+
+def _bon_row(row: dict[str, Any]) -> BestOfNRow:
+    responses = [str(r) for r in _as_list(row["response"])]
+    correct = [bool(s) for s in _as_list(row["score"])]
+    if len(responses) != len(correct):
+        raise InputError("best-of-N row: response and score lists differ in length")
+    answers = [str(a).strip() for a in _as_list(row["pred"])] if "pred" in row else []
+    ref: list[float] = []
+    if "pred_score" in row:
+        ref = [float(_as_list(v)[0]) for v in _as_list(row["pred_score"])]
+    return BestOfNRow(
+        prompt=str(row.get("question") or row.get("problem") or row.get("prompt") or ""),
+        responses=tuple(responses),
+        correct=tuple(correct),
+        answers=tuple(answers) if len(answers) == len(responses) else (),
+        reference_scores=tuple(ref) if len(ref) == len(responses) else (),
+    )
+
+
+def load_eval_set(path: str | Path, limit: int | None = None) -> EvalSet:
+    """Read one evaluation file (format detected from its first row); `limit` keeps the first
+    `limit` rows (a deterministic subset)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise InputError(f"evaluation file {path} does not exist")
+    rows = _read_rows(path)[:limit]
+    first = rows[0]
+    name = path.name.split(".")[0]
+    try:
+        if {"output_1", "output_2", "label"} <= first.keys():
+            pref = []
+            for r in rows:
+                good, bad = (
+                    (r["output_1"], r["output_2"])
+                    if int(r["label"]) == 1
+                    else (r["output_2"], r["output_1"])
+                )
+                pref.append(PrefRow(r["input"], (good,), (bad,)))
+            return EvalSet(name, "pairwise", pref=pref)
+        if {"response", "score"} <= first.keys():
+            return EvalSet(name, "best_of_n", bon=[_bon_row(r) for r in rows])
+        if {"chosen", "rejected"} <= first.keys():
+            if "prompt" in first:
+                pref = [
+                    PrefRow(
+                        str(r["prompt"]),
+                        tuple(_as_list(r["chosen"])),
+                        tuple(_as_list(r["rejected"])),
+                    )
+                    for r in rows
+                ]
+                multi = any(len(p.rejected) > 1 or len(p.chosen) > 1 for p in pref)
+                return EvalSet(name, "best_of_4" if multi else "pairwise", pref=pref)
+            pref = []
+            for r in rows:
+                prompt, good = _split_hh(r["chosen"])
+                prompt_r, bad = _split_hh(r["rejected"])
+                pref.append(PrefRow(prompt, (good,), (bad,)))
+            return EvalSet(name, "pairwise", pref=pref)
+    except (KeyError, TypeError, ValueError, SyntaxError) as exc:
+        raise InputError(f"{path}: malformed row: {exc}") from exc
+    raise InputError(
+        f"{path}: unknown format; expected LLMBar {{input, output_1, output_2, label}}, "
+        "HH-RLHF {chosen, rejected}, RewardBench {prompt, chosen, rejected} or best-of-N "
+        "{question, response, score}"
+    )
+
+
+class _Cache:
+    """Scores each distinct (prompt, completion) once, in one batched call."""
+
+    def __init__(self, score_fn: ScoreFn) -> None:
+        self.score_fn = score_fn
+        self.values: dict[tuple[str, str], float] = {}
+
+    def fill(self, items: Sequence[tuple[str, str]]) -> None:
+        todo = list(dict.fromkeys(i for i in items if i not in self.values))
+        if todo:
+            scores = self.score_fn([p for p, _ in todo], [c for _, c in todo])
+            self.values.update(zip(todo, scores, strict=True))
+
+    def __getitem__(self, item: tuple[str, str]) -> float:
+        return self.values[item]
+
+
+def pairwise_accuracy(rows: Sequence[PrefRow], score_fn: ScoreFn) -> dict[str, float]:
+    """Share of rows whose every chosen completion beats every rejected one (strictly)."""
+    cache = _Cache(score_fn)
+    cache.fill([(r.prompt, c) for r in rows for c in r.chosen + r.rejected])
+    wins = sum(
+        min(cache[(r.prompt, c)] for c in r.chosen) > max(cache[(r.prompt, c)] for c in r.rejected)
+        for r in rows
+    )
+    return {"accuracy": wins / len(rows) if rows else float("nan"), "n": len(rows)}
+
+
+def math_pairs(rows: Sequence[BestOfNRow]) -> list[PrefRow]:
+    """Every (correct, incorrect) pair of responses to the same problem."""
+    out = []
+    for r in rows:
+        good = [x for x, ok in zip(r.responses, r.correct, strict=True) if ok]
+        bad = [x for x, ok in zip(r.responses, r.correct, strict=True) if not ok]
+        out += [PrefRow(r.prompt, (g,), (b,)) for g in good for b in bad]
+    return out
+
+
+def _argmax(values: Sequence[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def best_of_n(rows: Sequence[BestOfNRow], score_fn: ScoreFn | None) -> dict[str, float]:
+    """Accuracy of the response each selector picks per problem (see the module doc).
+
+    `score_fn=None` gives only the baselines (random, majority, oracle, reference RM).
+    """
+    n = len(rows)
+    out: dict[str, float] = {"n": n}
+    out["random"] = sum(sum(r.correct) / len(r.correct) for r in rows) / n
+    out["oracle"] = sum(any(r.correct) for r in rows) / n
+    if all(r.answers for r in rows):
+        maj = 0
+        for r in rows:
+            counts = Counter(r.answers)
+            top = max(counts.values())
+            pick = next(i for i, a in enumerate(r.answers) if counts[a] == top)  # first on ties
+            maj += r.correct[pick]
+        out["majority"] = maj / n
+    if all(r.reference_scores for r in rows):
+        out["reference_rm"] = sum(r.correct[_argmax(r.reference_scores)] for r in rows) / n
+    if score_fn is not None:
+        cache = _Cache(score_fn)
+        cache.fill([(r.prompt, x) for r in rows for x in r.responses])
+        out["model"] = (
+            sum(r.correct[_argmax([cache[(r.prompt, x)] for x in r.responses])] for r in rows) / n
+        )
+    return out
+
+
+def evaluate_sets(sets: Sequence[EvalSet], score_fn: ScoreFn) -> dict[str, dict[str, float]]:
+    """Metrics per set: `NAME` (pairwise), `NAME/best_of_4` (RewardBench rows with several
+    rejected), and for a best-of-N file `NAME/pairs` (its math pairs) and `NAME/best_of_n`."""
+    results: dict[str, dict[str, float]] = {}
+    for s in sets:
+        if s.kind == "best_of_n":
+            results[f"{s.name}/pairs"] = pairwise_accuracy(math_pairs(s.bon), score_fn)
+            results[f"{s.name}/best_of_n"] = best_of_n(s.bon, score_fn)
+        else:
+            key = f"{s.name}/best_of_4" if s.kind == "best_of_4" else s.name
+            results[key] = pairwise_accuracy(s.pref, score_fn)
+    return results
+
+
+def random_scores(seed: int = 0) -> ScoreFn:
+    """A score function drawing uniform noise: the chance level of every metric."""
+    rng = random.Random(seed)
+
+    def fn(prompts: Sequence[str], completions: Sequence[str]) -> list[float]:
+        return [rng.random() for _ in prompts]
+
+    return fn

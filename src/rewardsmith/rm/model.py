@@ -1,0 +1,351 @@
+"""Reward-model scorers on any Hugging Face backbone: cross-encoder (default) and bi-encoder.
+
+- `CrossEncoder`: prefix and suffix are encoded together as one sequence pair by an
+  `AutoModelForSequenceClassification` with one output (the scalar head). Scoring every
+  (p_i, r_j) of a batch costs one forward pass per pair: B^2 sequences for all pairs, B(1+k)
+  with k sampled negatives. Saved as a plain Hugging Face directory, loadable with
+  `AutoModelForSequenceClassification.from_pretrained(DIR)`.
+- `BiEncoder`: B prefixes and B suffixes are encoded separately (mean pooling) and all B x B
+  scores are the bilinear form s(p, r) = (W e(p)) . e(r) / sqrt(d): 2B sequences per batch
+  whatever the number of pairs. Saved as the backbone plus `bi_head.safetensors`.
+
+Both take text and apply the *windows* the model was trained with: a prompt keeps its last
+`prompt_max_tokens` tokens (the end is what the completion continues), a completion its
+first `completion_max_tokens`. The windows travel in `rbs_config.json` beside the weights.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.rm.backbones import resolve_backbone, set_offline
+
+EncoderKind = Literal["cross", "bi"]
+RBS_CONFIG = "rbs_config.json"
+BI_HEAD = "bi_head.safetensors"
+# BERT-style backbones have 512 positions; longer ones are capped here anyway: reward-model
+# inputs beyond this are clipped by the windows and cost quadratic attention on CPU.
+MAX_SEQ_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class Windows:
+    """How much of a prompt (its end) and of a completion (its start) the model reads."""
+
+    prompt_max_tokens: int = 128
+    completion_max_tokens: int = 384
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    """`auto`: CUDA when present, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _load_tokenizer(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:  # decoder backbones: pad with EOS, attention masks hide it
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def _clip(tokenizer: Any, texts: Sequence[str], limit: int, keep: str) -> list[str]:
+    """Each text cut to `limit` tokens by character offsets (`keep` = "start" or "end")."""
+    enc = tokenizer(
+        list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False
+    )
+    out = []
+    for text, offsets in zip(texts, enc["offset_mapping"], strict=True):
+        if len(offsets) <= limit:
+            out.append(text)
+        elif keep == "end":
+            out.append(text[offsets[len(offsets) - limit][0] :])
+        else:
+            out.append(text[: offsets[limit - 1][1]])
+    return out
+
+
+class Scorer(nn.Module):
+    """What training, evaluation and the `model` tool need from a reward model."""
+
+    kind: EncoderKind
+    tokenizer: Any
+    windows: Windows
+    device: torch.device
+
+    def max_length(self) -> int:
+        limit = getattr(self.backbone_config(), "max_position_embeddings", MAX_SEQ_TOKENS)
+        return int(min(limit, MAX_SEQ_TOKENS))
+
+    def backbone_config(self) -> Any:
+        raise NotImplementedError
+
+    def score_batch(
+        self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Chosen scores (B,), rejected scores (B, K) and the tokens the forward pass read.
+
+        `negatives` is a (B, k) index tensor of sampled j != i, or None for all B - 1.
+        """
+        raise NotImplementedError
+
+    def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
+        """s(prompt_i, completion_i) for aligned lists (gradients kept)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def score_texts(
+        self, prompts: Sequence[str], completions: Sequence[str], batch_size: int = 16
+    ) -> list[float]:
+        """Scores of (prompt, completion) pairs, in batches, windows applied, no gradients."""
+        was_training = self.training
+        self.eval()
+        out: list[float] = []
+        # Longest first keeps padding small; results go back in input order.
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]) - len(completions[i]))
+        scores: dict[int, float] = {}
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            vals = self.score_pairs([prompts[i] for i in idx], [completions[i] for i in idx])
+            scores.update(zip(idx, vals.float().cpu().tolist(), strict=True))
+        out = [scores[i] for i in range(len(prompts))]
+        self.train(was_training)
+        return out
+
+    def clip_prompts(self, prompts: Sequence[str]) -> list[str]:
+        return _clip(self.tokenizer, prompts, self.windows.prompt_max_tokens, keep="end")
+
+    def clip_completions(self, completions: Sequence[str]) -> list[str]:
+        return _clip(self.tokenizer, completions, self.windows.completion_max_tokens, keep="start")
+
+    def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
+        raise NotImplementedError
+
+    def _write_config(self, out: Path, extra: dict[str, Any] | None) -> None:
+        data = {"kind": self.kind, "windows": asdict(self.windows), **(extra or {})}
+        (out / RBS_CONFIG).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+class CrossEncoder(Scorer):
+    """Prefix and suffix encoded together; a scalar head on the pooled output."""
+
+    kind: EncoderKind = "cross"
+
+    def __init__(self, model: Any, tokenizer: Any, windows: Windows, device: torch.device):
+        super().__init__()
+        self.model = model.to(device)
+        self.tokenizer = tokenizer
+        self.windows = windows
+        self.device = device
+        if self.model.config.pad_token_id is None:
+            self.model.config.pad_token_id = tokenizer.pad_token_id
+
+    def backbone_config(self) -> Any:
+        return self.model.config
+
+    def _forward(
+        self, prompts: Sequence[str], completions: Sequence[str]
+    ) -> tuple[torch.Tensor, int]:
+        enc = self.tokenizer(
+            list(prompts),
+            list(completions),
+            padding=True,
+            truncation="longest_first",
+            max_length=self.max_length(),
+            return_tensors="pt",
+        ).to(self.device)
+        logits = self.model(**enc).logits
+        return logits[:, 0], int(enc["attention_mask"].sum())
+
+    def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
+        scores, _ = self._forward(self.clip_prompts(prompts), self.clip_completions(completions))
+        return scores
+
+    def score_batch(
+        self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        b = len(prefixes)
+        if negatives is None:
+            negatives = torch.tensor([[j for j in range(b) if j != i] for i in range(b)])
+        k = negatives.shape[1]
+        cols = torch.cat([torch.arange(b)[:, None], negatives.cpu()], dim=1)  # (B, 1 + k)
+        ps = [prefixes[i] for i in range(b) for _ in range(k + 1)]
+        rs = [suffixes[int(j)] for j in cols.reshape(-1)]
+        scores, tokens = self._forward(ps, rs)
+        scores = scores.view(b, k + 1)
+        return scores[:, 0], scores[:, 1:], tokens
+
+    def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        self._write_config(out, extra)
+
+
+class BiEncoder(Scorer):
+    """Prefixes and suffixes encoded apart (mean pooling); s = (W e(p)) . e(r) / sqrt(d)."""
+
+    kind: EncoderKind = "bi"
+
+    def __init__(
+        self,
+        backbone: Any,
+        tokenizer: Any,
+        windows: Windows,
+        device: torch.device,
+        head: nn.Linear | None = None,
+    ):
+        super().__init__()
+        self.backbone = backbone.to(device)
+        self.tokenizer = tokenizer
+        self.windows = windows
+        self.device = device
+        d = int(backbone.config.hidden_size)
+        if head is None:
+            head = nn.Linear(d, d, bias=False)
+            with torch.no_grad():  # start at the plain dot product of the embeddings
+                head.weight.copy_(torch.eye(d))
+        self.head = head.to(device)
+
+    def backbone_config(self) -> Any:
+        return self.backbone.config
+
+    def embed(self, texts: Sequence[str]) -> tuple[torch.Tensor, int]:
+        enc = self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_length(),
+            return_tensors="pt",
+        ).to(self.device)
+        hidden = self.backbone(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return pooled, int(enc["attention_mask"].sum())
+
+    def _matrix(self, p: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        return self.head(p) @ r.T / math.sqrt(p.shape[-1])
+
+    def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
+        p, _ = self.embed(self.clip_prompts(prompts))
+        r, _ = self.embed(self.clip_completions(completions))
+        return (self.head(p) * r).sum(-1) / math.sqrt(p.shape[-1])
+
+    def score_batch(
+        self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        from rewardsmith.rm.loss import split_matrix
+
+        p, tp = self.embed(prefixes)
+        r, tr = self.embed(suffixes)
+        scores = self._matrix(p, r)
+        if negatives is None:
+            pos, neg = split_matrix(scores)
+        else:
+            pos = scores.diagonal()
+            neg = scores.gather(1, negatives.to(scores.device))
+        return pos, neg, tp + tr
+
+    def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
+        from safetensors.torch import save_file
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        self.backbone.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        save_file({"weight": self.head.weight.detach().cpu().contiguous()}, str(out / BI_HEAD))
+        self._write_config(out, extra)
+
+
+def init_scorer(
+    backbone: str,
+    kind: EncoderKind = "cross",
+    windows: Windows | None = None,
+    seed: int = 0,
+    device: str = "auto",
+) -> Scorer:
+    """A fresh scorer on a backbone: pretrained weights, a new head drawn from `seed`.
+
+    Two calls with the same backbone and seed give the same head, which is how the untrained
+    baseline of `rm eval` matches the trained model's starting point.
+    """
+    set_offline()
+    from transformers import AutoModel, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    path = resolve_backbone(backbone)
+    tokenizer = _load_tokenizer(path)
+    windows = windows or Windows()
+    dev = pick_device(device)
+    torch.manual_seed(seed)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialized head" warnings are the point here
+    try:
+        if kind == "cross":
+            model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+            return CrossEncoder(model, tokenizer, windows, dev)
+        if kind == "bi":
+            return BiEncoder(AutoModel.from_pretrained(path), tokenizer, windows, dev)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    raise ConfigError(f"encoder must be 'cross' or 'bi', got {kind!r}")
+
+
+def read_rbs_config(path: str | Path) -> dict[str, Any]:
+    """`rbs_config.json` of a model directory, or {} for a plain Hugging Face model."""
+    file = Path(path) / RBS_CONFIG
+    if not file.is_file():
+        return {}
+    data: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    return data
+
+
+def load_scorer(path: str | Path, device: str = "auto", windows: Windows | None = None) -> Scorer:
+    """Load a reward model directory (one `rm train` wrote, or any sequence-classification
+    model with a single output). `windows` overrides the saved ones."""
+    set_offline()
+    from transformers import AutoModel, AutoModelForSequenceClassification
+
+    path = Path(path).expanduser()
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{path} is not a Hugging Face model directory (no config.json)")
+    rbs = read_rbs_config(path)
+    windows = windows or Windows(**rbs.get("windows", {}))
+    dev = pick_device(device)
+    tokenizer = _load_tokenizer(str(path))
+    if rbs.get("kind") == "bi":
+        from safetensors.torch import load_file
+
+        backbone = AutoModel.from_pretrained(path)
+        d = int(backbone.config.hidden_size)
+        head = nn.Linear(d, d, bias=False)
+        head.weight.data.copy_(load_file(str(path / BI_HEAD))["weight"])
+        return BiEncoder(backbone, tokenizer, windows, dev, head=head)
+    model = AutoModelForSequenceClassification.from_pretrained(path)
+    if model.config.num_labels != 1:
+        raise ConfigError(
+            f"{path} has {model.config.num_labels} outputs; a reward model needs exactly 1"
+        )
+    return CrossEncoder(model, tokenizer, windows, dev)
+
+
+def torch_threads(threads: int | None) -> None:
+    """Cap torch's CPU threads (`None`: `$REWARDSMITH_TORCH_THREADS`, else torch's default)."""
+    env = os.environ.get("REWARDSMITH_TORCH_THREADS")
+    n = threads if threads is not None else (int(env) if env else None)
+    if n:
+        torch.set_num_threads(n)

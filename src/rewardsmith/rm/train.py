@@ -1,0 +1,412 @@
+"""RBS training: plain text in, a Hugging Face reward model out (`rewardsmith rm train`).
+
+The loop: stream (prefix, suffix) pairs (`rm.data`), score each prefix against its own suffix
+and k sampled (or all B - 1) other suffixes of the batch (`rm.model`), minimize the in-batch
+Bradley-Terry loss with score centering (`rm.loss`) with AdamW, linear warmup then linear
+decay, gradient accumulation and gradient clipping. Every `save_every` steps a checkpoint
+(weights, optimizer, scheduler, step) lands in `OUT/checkpoints/step-N`; `resume=True`
+continues from the newest one, regenerating the seeded data stream and skipping the batches
+already seen. `OUT/metrics.jsonl` gets one line per logged step.
+
+At the end `OUT` holds the model (`from_pretrained`-ready), its tokenizer, `rbs_config.json`
+(windows, training config, summary) and a model card `README.md`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.rm.data import PairStream, SplitConfig, batches
+from rewardsmith.rm.loss import rbs_loss, sample_negatives
+from rewardsmith.rm.model import (
+    EncoderKind,
+    Scorer,
+    Windows,
+    init_scorer,
+    load_scorer,
+    pick_device,
+)
+
+log = logging.getLogger(__name__)
+
+CHECKPOINTS = "checkpoints"
+STATE_FILE = "trainer_state.pt"
+METRICS_FILE = "metrics.jsonl"
+# Older checkpoints are deleted: each holds a full model and optimizer (~250 MB for MiniLM).
+KEEP_CHECKPOINTS = 2
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides a training run (stored in the model's `rbs_config.json`).
+
+    `negatives=None` scores every other suffix of the batch (B(B-1) pairs); an int k samples
+    k per prefix (cheaper for the cross-encoder, which pays one forward pass per pair).
+    `eval_windows` are the windows the saved model applies when scoring (prompt end,
+    completion start); by default the training windows, with completions up to 384 tokens.
+    """
+
+    backbone: str = "minilm"
+    encoder: EncoderKind = "cross"
+    split: SplitConfig = field(default_factory=SplitConfig)
+    batch_size: int = 16
+    negatives: int | None = None
+    centering: float = 0.01
+    lr: float = 3e-5
+    weight_decay: float = 0.01
+    warmup_steps: int = 20
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    max_steps: int = 200
+    time_limit_s: float | None = None
+    save_every: int = 50
+    log_every: int = 1
+    seed: int = 0
+    device: str = "auto"
+    eval_windows: Windows | None = None
+
+    def __post_init__(self) -> None:
+        if self.encoder not in ("cross", "bi"):
+            raise ConfigError(f"encoder must be 'cross' or 'bi', got {self.encoder!r}")
+        if self.batch_size < 2:
+            raise ConfigError("batch_size must be >= 2: the rest of the batch are the negatives")
+        if self.negatives is not None and not 1 <= self.negatives < self.batch_size:
+            raise ConfigError(f"negatives must be in [1, batch_size - 1], got {self.negatives}")
+        if self.max_steps < 0 or self.grad_accum < 1 or self.save_every < 1:
+            raise ConfigError("need max_steps >= 0, grad_accum >= 1, save_every >= 1")
+        if self.centering < 0:
+            raise ConfigError("the centering coefficient must be >= 0")
+
+    def windows(self) -> Windows:
+        if self.eval_windows is not None:
+            return self.eval_windows
+        return Windows(self.split.prefix_max, max(self.split.suffix_max, 384))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a run did: where the model is, how long it took, what it read, where it ended."""
+
+    out: Path
+    steps: int
+    pairs: int  # (prefix, chosen) pairs seen
+    comparisons: int  # (chosen, rejected) comparisons in the loss
+    tokens: int  # tokens through the backbone (all forward passes, padding excluded)
+    corpus_tokens: int  # prefix + suffix tokens of the pairs seen
+    seconds: float
+    final: dict[str, float]
+    stopped: str  # "max_steps" or "time_limit"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        return d
+
+
+def _lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
+    def f(step: int) -> float:
+        if warmup and step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return f
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The newest `OUT/checkpoints/step-N`, or None."""
+    root = out / CHECKPOINTS
+    if not root.is_dir():
+        return None
+    steps = [
+        (int(p.name.split("-")[1]), p) for p in root.glob("step-*") if (p / STATE_FILE).is_file()
+    ]
+    return max(steps)[1] if steps else None
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop metric lines logged after the checkpoint a run resumes from."""
+    if path.is_file():
+        keep = [
+            ln
+            for ln in path.read_text(encoding="utf-8").splitlines()
+            if ln.strip() and json.loads(ln)["step"] <= step
+        ]
+        path.write_text("".join(ln + "\n" for ln in keep), encoding="utf-8")
+
+
+def _save_checkpoint(out: Path, scorer: Scorer, state: dict[str, Any], config: TrainConfig) -> None:
+    step = state["step"]
+    path = out / CHECKPOINTS / f"step-{step}"
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    scorer.save(tmp, {"train": config.to_dict()})
+    torch.save(state, tmp / STATE_FILE)
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)  # a crash mid-save leaves only a .tmp, never a half checkpoint
+    olds = sorted(
+        (int(p.name.split("-")[1]), p)
+        for p in (out / CHECKPOINTS).glob("step-*")
+        if not p.name.endswith(".tmp")
+    )
+    for _, old in olds[:-KEEP_CHECKPOINTS]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def train(
+    corpus: Sequence[str | Path | Iterable[Any]],
+    out: str | Path,
+    config: TrainConfig | None = None,
+    *,
+    field: str = "text",
+    per_file: bool = False,
+    resume: bool = False,
+    progress: bool = True,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
+) -> TrainResult:
+    """Train an RBS reward model on `corpus` and save it to `out` (see the module doc).
+
+    `max_steps=0` saves the untrained model (pretrained backbone, fresh head drawn from
+    `seed`): the baseline `rm eval` compares against.
+    """
+    config = config or TrainConfig()
+    for source in corpus:  # before minutes of model loading, not after
+        if isinstance(source, str | Path) and not Path(source).expanduser().exists():
+            raise InputError(f"corpus {source} does not exist")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = latest_checkpoint(out) if resume else None
+    if ckpt is not None:
+        scorer = load_scorer(ckpt, device=config.device, windows=config.windows())
+    else:
+        scorer = init_scorer(
+            config.backbone, config.encoder, config.windows(), config.seed, config.device
+        )
+    scorer.train()
+    device = pick_device(config.device)
+    decay = [p for n, p in scorer.named_parameters() if p.dim() >= 2 and "LayerNorm" not in n]
+    no_decay = [
+        p for n, p in scorer.named_parameters() if not (p.dim() >= 2 and "LayerNorm" not in n)
+    ]
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": config.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=config.lr,
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, _lr_lambda(config.warmup_steps, config.max_steps)
+    )
+    gen = torch.Generator().manual_seed(config.seed)
+    state: dict[str, Any] = {
+        "step": 0,
+        "micro": 0,
+        "pairs": 0,
+        "comparisons": 0,
+        "tokens": 0,
+        "corpus_tokens": 0,
+        "seconds": 0.0,
+    }
+    if ckpt is not None:
+        saved = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        gen.set_state(saved["generator"])
+        torch.set_rng_state(saved["torch_rng"])  # dropout masks continue as if never stopped
+        state.update({k: saved[k] for k in state})
+        _truncate_metrics(out / METRICS_FILE, state["step"])
+        log.info("resuming from %s (step %d)", ckpt, state["step"])
+    elif (out / METRICS_FILE).exists():
+        (out / METRICS_FILE).unlink()
+
+    stream = PairStream(corpus, scorer.tokenizer, config.split, field=field, per_file=per_file)
+    micro_batches = itertools.islice(batches(stream, config.batch_size), state["micro"], None)
+    start = time.monotonic() - state["seconds"]
+    stopped = "max_steps"
+    last: dict[str, float] = {}
+    window: list[dict[str, float]] = []
+    bar = _progress(progress, config.max_steps, state["step"])
+    try:
+        while state["step"] < config.max_steps:
+            if config.time_limit_s is not None and time.monotonic() - start >= config.time_limit_s:
+                stopped = "time_limit"
+                break
+            for _ in range(config.grad_accum):
+                batch = next(micro_batches)
+                state["micro"] += 1
+                negs = (
+                    None
+                    if config.negatives is None
+                    else sample_negatives(len(batch), config.negatives, gen)
+                )
+                pos, neg, tokens = scorer.score_batch(
+                    [p.prefix for p in batch], [p.suffix for p in batch], negs
+                )
+                parts = rbs_loss(pos, neg, config.centering)
+                (parts.loss / config.grad_accum).backward()
+                state["pairs"] += len(batch)
+                state["comparisons"] += int(neg.numel())
+                state["tokens"] += tokens
+                state["corpus_tokens"] += sum(p.prefix_tokens + p.suffix_tokens for p in batch)
+                window.append(
+                    {
+                        "loss": float(parts.loss.detach()),
+                        "bt": parts.bradley_terry,
+                        "center": parts.centering,
+                        "acc": parts.accuracy,
+                        "margin": parts.margin,
+                    }
+                )
+            grad_norm = torch.nn.utils.clip_grad_norm_(scorer.parameters(), config.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            state["step"] += 1
+            state["seconds"] = time.monotonic() - start
+            if state["step"] % config.log_every == 0 or state["step"] == config.max_steps:
+                last = {k: sum(w[k] for w in window) / len(window) for k in window[0]}
+                row = {
+                    "step": state["step"],
+                    **last,
+                    "grad_norm": float(grad_norm),
+                    "lr": scheduler.get_last_lr()[0],
+                    "pairs": state["pairs"],
+                    "tokens": state["tokens"],
+                    "seconds": round(state["seconds"], 2),
+                }
+                window = []
+                with (out / METRICS_FILE).open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                if on_log is not None:
+                    on_log(row)
+            if bar is not None:
+                bar.update(
+                    1, loss=last.get("loss", float("nan")), acc=last.get("acc", float("nan"))
+                )
+            if state["step"] % config.save_every == 0 and state["step"] < config.max_steps:
+                _save_checkpoint(
+                    out,
+                    scorer,
+                    {
+                        **state,
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "generator": gen.get_state(),
+                        "torch_rng": torch.get_rng_state(),
+                    },
+                    config,
+                )
+    finally:
+        if bar is not None:
+            bar.close()
+    result = TrainResult(
+        out=out,
+        steps=state["step"],
+        pairs=state["pairs"],
+        comparisons=state["comparisons"],
+        tokens=state["tokens"],
+        corpus_tokens=state["corpus_tokens"],
+        seconds=round(time.monotonic() - start, 2),
+        final=last,
+        stopped=stopped,
+    )
+    scorer.save(
+        out,
+        {
+            "train": config.to_dict(),
+            "result": result.to_dict(),
+            "corpus": [str(c) for c in corpus if isinstance(c, str | Path)],
+            "field": field,
+            "device": str(device),
+        },
+    )
+    write_model_card(out, config, result, corpus, field)
+    return result
+
+
+class _Bar:
+    """A tqdm bar showing the running loss and in-batch accuracy."""
+
+    def __init__(self, total: int, initial: int) -> None:
+        from tqdm.auto import tqdm
+
+        self._bar = tqdm(total=total, initial=initial, desc="rm train", unit="step")
+
+    def update(self, n: int, loss: float, acc: float) -> None:
+        self._bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.3f}", refresh=False)
+        self._bar.update(n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _progress(enabled: bool, total: int, initial: int) -> _Bar | None:
+    return _Bar(total, initial) if enabled and total > 0 else None
+
+
+def write_model_card(
+    out: Path,
+    config: TrainConfig,
+    result: TrainResult,
+    corpus: Sequence[Any],
+    field: str,
+    metrics: dict[str, Any] | None = None,
+) -> None:
+    """`OUT/README.md`: data, config and metrics of the run (evaluation appended by `rm eval`)."""
+    sources = [str(c) for c in corpus if isinstance(c, str | Path)] or ["(in-memory dataset)"]
+    lines = [
+        "---",
+        "library_name: transformers",
+        "tags: [reward-model, rbs, rewardsmith]",
+        "---",
+        f"# RBS reward model ({config.encoder}-encoder on {config.backbone})",
+        "",
+        "Trained by `rewardsmith rm train` without human labels: each document is split into a",
+        "prefix and a suffix; the true suffix is chosen, the other suffixes in the batch are",
+        "rejected; in-batch Bradley-Terry loss plus score centering c * E[s^2].",
+        "",
+        "## Use",
+        "",
+        "```python",
+        "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
+        f'model = AutoModelForSequenceClassification.from_pretrained("{out}")',
+        "# score = model(**tokenizer(prompt, completion, return_tensors='pt')).logits[0, 0]",
+        "```",
+        "",
+        "or as a reward tool: `rewardsmith score FILE --tool NAME` once registered.",
+        "",
+        "## Data",
+        "",
+        *[f"- `{s}`" for s in sources],
+        f"- field(s): `{field}`; split mode `{config.split.mode}`; prefix {config.split.prefix_min}-"
+        f"{config.split.prefix_max} tokens, suffix {config.split.suffix_min}-{config.split.suffix_max}",
+        "",
+        "## Training",
+        "",
+        "```json",
+        json.dumps(config.to_dict(), indent=2),
+        "```",
+        "",
+        f"- steps {result.steps} ({result.stopped}), pairs {result.pairs}, comparisons "
+        f"{result.comparisons}, backbone tokens {result.tokens}, corpus tokens {result.corpus_tokens},"
+        f" {result.seconds:.0f} s",
+        f"- last logged step: {json.dumps({k: round(v, 4) for k, v in result.final.items()})}",
+        "",
+    ]
+    if metrics:
+        lines += ["## Evaluation", "", "```json", json.dumps(metrics, indent=2), "```", ""]
+    (out / "README.md").write_text("\n".join(lines), encoding="utf-8")

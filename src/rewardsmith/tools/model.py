@@ -1,0 +1,129 @@
+"""The `model` tool kind: a sequence-classification reward model scores (prompt, completion).
+
+Any Hugging Face directory with a single-output `AutoModelForSequenceClassification` head
+works (what `rewardsmith rm train` writes, or a downloaded reward model); an RBS bi-encoder
+directory works too. The score is the raw head output (higher is better), also given as the
+`logit` component; `needs_reference=False`, any reference is ignored.
+
+The model loads on the first `score` call, not at construction, so registering a tool costs
+nothing; the construction only checks that the directory looks like a model. Inputs are
+clipped to the model's windows (the end of the prompt, the start of the completion) and
+scored in batches of `batch_size`, longest first. A batch that fails (out of memory, a
+broken tokenizer) gives every sample in it `status="error"` and score 0.0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.tools.base import make_reward
+from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
+
+log = logging.getLogger(__name__)
+
+# Prompts and completions are clipped to tokens later; this only bounds tokenizer work on
+# absurd inputs (tokenizing megabytes to keep 384 tokens).
+MAX_INPUT_CHARS = 20_000
+
+
+class ModelTool(RewardTool):
+    """A reward model from a local directory; batch scoring of (prompt, completion)."""
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        *,
+        path: str,
+        batch_size: int = 16,
+        device: str = "auto",
+        prompt_max_tokens: int | None = None,
+        completion_max_tokens: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.path = Path(path).expanduser()
+        if not (self.path / "config.json").is_file():
+            raise ConfigError(
+                f"model tool {spec.name!r}: {self.path} is not a Hugging Face model directory "
+                "(no config.json); pass the directory `rm train --out` wrote"
+            )
+        if batch_size < 1:
+            raise ConfigError(f"model tool {spec.name!r}: batch_size must be >= 1")
+        self.batch_size = batch_size
+        self.device = device
+        self.prompt_max_tokens = prompt_max_tokens
+        self.completion_max_tokens = completion_max_tokens
+        self.threads = threads
+        self._scorer: Any = None
+        self._lock = threading.Lock()
+
+    def scorer(self) -> Any:
+        """The loaded model (loaded once, on first use)."""
+        with self._lock:
+            if self._scorer is None:
+                from rewardsmith.rm.model import (
+                    Windows,
+                    load_scorer,
+                    read_rbs_config,
+                    torch_threads,
+                )
+
+                torch_threads(self.threads)
+                saved = Windows(**read_rbs_config(self.path).get("windows", {}))
+                windows = Windows(
+                    self.prompt_max_tokens or saved.prompt_max_tokens,
+                    self.completion_max_tokens or saved.completion_max_tokens,
+                )
+                self._scorer = load_scorer(self.path, device=self.device, windows=windows)
+            return self._scorer
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        if not samples:
+            return []
+        scorer = self.scorer()
+        prompts = [s.prompt_text()[-MAX_INPUT_CHARS:] for s in samples]
+        completions = [(s.completion or "")[:MAX_INPUT_CHARS] for s in samples]
+        out: list[Reward] = []
+        for start in range(0, len(samples), self.batch_size):
+            stop = start + self.batch_size
+            try:
+                values = scorer.score_texts(
+                    prompts[start:stop], completions[start:stop], self.batch_size
+                )
+            except Exception as exc:  # a bad batch is data, not a crash
+                log.warning("%s failed on a batch of %d: %s", self.spec.ref, stop - start, exc)
+                reason = f"{type(exc).__name__}: {exc}"
+                out += [
+                    make_reward(self.spec, 0.0, "error", reason=reason) for _ in samples[start:stop]
+                ]
+                continue
+            out += [self._reward(v) for v in values]
+        return out
+
+    def _reward(self, value: float) -> Reward:
+        if not math.isfinite(value):
+            return make_reward(self.spec, 0.0, "error", reason=f"model returned {value}")
+        return make_reward(
+            self.spec, value, reason="reward model score", components={"logit": value}
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Picklable into worker processes: the model reloads there on first use.
+        state = self.__dict__.copy()
+        state["_scorer"] = None
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._scorer = None

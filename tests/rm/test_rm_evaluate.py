@@ -1,0 +1,166 @@
+"""Evaluation formats and metrics, checked by hand with a transparent score function."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from rewardsmith.errors import InputError
+from rewardsmith.rm.evaluate import (
+    best_of_n,
+    evaluate_sets,
+    load_eval_set,
+    math_pairs,
+    pairwise_accuracy,
+    random_scores,
+)
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def by_length(prompts: Sequence[str], completions: Sequence[str]) -> list[float]:
+    """Longer completions score higher: easy to reason about by hand."""
+    return [float(len(c)) for c in completions]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_llmbar_label_names_the_better_output(tmp_path: Path) -> None:
+    path = tmp_path / "Natural.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"input": "q1", "output_1": "long answer", "output_2": "short", "label": 1},
+                {"input": "q2", "output_1": "long answer", "output_2": "short", "label": 2},
+                {"input": "q3", "output_1": "x", "output_2": "yyyy", "label": 2},
+            ]
+        )
+    )
+    s = load_eval_set(path)
+    assert s.kind == "pairwise" and s.name == "Natural"
+    assert pairwise_accuracy(s.pref, by_length) == {"accuracy": pytest.approx(2 / 3), "n": 3}
+
+
+def test_hh_rlhf_prompt_is_the_dialogue_before_the_last_assistant_turn(tmp_path: Path) -> None:
+    path = tmp_path / "hh.jsonl.gz"
+    row = {
+        "chosen": "\n\nHuman: hi\n\nAssistant: hello\n\nHuman: help me\n\nAssistant: Sure, here is how.",
+        "rejected": "\n\nHuman: hi\n\nAssistant: hello\n\nHuman: help me\n\nAssistant: No.",
+    }
+    with gzip.open(path, "wt") as fh:
+        fh.write(json.dumps(row) + "\n")
+    (pref,) = load_eval_set(path).pref
+    assert pref.prompt == "Human: hi\n\nAssistant: hello\n\nHuman: help me\n\nAssistant:"
+    assert pref.chosen == ("Sure, here is how.",) and pref.rejected == ("No.",)
+
+
+def test_rewardbench_best_of_4_needs_chosen_above_every_rejected(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "rb2.jsonl",
+        [
+            # chosen is longest: counts
+            {"prompt": "p", "chosen": ["abcdef"], "rejected": ["a", "ab", "abc"]},
+            # beats two of three rejected: does not count
+            {"prompt": "p", "chosen": ["abcd"], "rejected": ["a", "ab", "abcdefg"]},
+            # a tie with one rejected: does not count
+            {"prompt": "p", "chosen": ["abc"], "rejected": ["a", "abc", "b"]},
+        ],
+    )
+    s = load_eval_set(path)
+    assert s.kind == "best_of_4"
+    assert evaluate_sets([s], by_length) == {
+        "rb2/best_of_4": {"accuracy": pytest.approx(1 / 3), "n": 3}
+    }
+
+
+def test_best_of_n_columns_by_hand() -> None:
+    from rewardsmith.rm.evaluate import BestOfNRow
+
+    rows = [
+        # longest response is correct; majority answer "1" is wrong; reference RM picks index 0
+        BestOfNRow(
+            "q",
+            ("aaaa", "b", "c", "d"),
+            (True, False, False, False),
+            ("2", "1", "1", "3"),
+            (0.9, 0.1, 0.2, 0.3),
+        ),
+        # nothing correct: every selector fails, the oracle too
+        BestOfNRow("q2", ("aa", "b"), (False, False), ("5", "5"), (0.0, 1.0)),
+    ]
+    out = best_of_n(rows, by_length)
+    assert out == {
+        "n": 2,
+        "random": pytest.approx((1 / 4 + 0) / 2),
+        "oracle": 0.5,
+        "majority": 0.0,
+        "reference_rm": 0.5,
+        "model": 0.5,
+    }
+    assert len(math_pairs(rows)) == 3  # one correct x three incorrect, none for q2
+
+
+def test_qwen_best_of_n_file_slice() -> None:
+    # The slice keeps only idx, gt, response, score: no majority or reference-RM column.
+    s = load_eval_set(FIXTURES / "math" / "qwen25_math_cot_slice.jsonl")
+    assert s.kind == "best_of_n" and all(len(r.responses) == 8 for r in s.bon)
+    out = best_of_n(s.bon, None)
+    assert 0 <= out["random"] <= out["oracle"] <= 1
+    assert not {"majority", "reference_rm", "model"} & out.keys()
+
+
+def test_qwen_best_of_n_full_file_baselines() -> None:
+    path = (
+        FIXTURES.parent.parent.parent
+        / "shared"
+        / "data"
+        / "math"
+        / "qwen25_math_cot_100_8samples.jsonl"
+    )
+    if not path.is_file():
+        pytest.skip("../shared/data is not beside the checkout")
+    s = load_eval_set(path)
+    out = best_of_n(s.bon, None)
+    assert out["n"] == 100
+    assert out["random"] <= out["majority"] <= out["oracle"]
+    assert out["random"] <= out["reference_rm"] <= out["oracle"]
+    assert len(math_pairs(s.bon)) == 128  # 10 problems have both correct and incorrect answers
+
+
+def test_every_distinct_pair_is_scored_once(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def counting(prompts: Sequence[str], completions: Sequence[str]) -> list[float]:
+        calls.append(len(prompts))
+        return by_length(prompts, completions)
+
+    path = write_jsonl(
+        tmp_path / "rb.jsonl", [{"prompt": "p", "chosen": "aa", "rejected": "a"}] * 5
+    )
+    assert pairwise_accuracy(load_eval_set(path).pref, counting)["accuracy"] == 1.0
+    assert calls == [2]
+
+
+def test_constant_scores_get_zero_not_half(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "rb.jsonl", [{"prompt": "p", "chosen": "aa", "rejected": "a"}] * 4
+    )
+    flat = pairwise_accuracy(load_eval_set(path).pref, lambda p, c: [0.0] * len(p))
+    assert flat["accuracy"] == 0.0
+    noisy = pairwise_accuracy(load_eval_set(path).pref, random_scores(0))
+    assert 0.0 <= noisy["accuracy"] <= 1.0
+
+
+def test_unknown_format_says_what_is_expected(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "x.jsonl", [{"foo": 1}])
+    with pytest.raises(InputError, match="LLMBar"):
+        load_eval_set(path)
+    with pytest.raises(InputError, match="does not exist"):
+        load_eval_set(tmp_path / "missing.jsonl")
