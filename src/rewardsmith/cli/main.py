@@ -8,6 +8,10 @@ import sys
 import typer
 from rich.console import Console
 
+from rewardsmith.cli import bench as bench_cmd
+from rewardsmith.cli import convert as convert_cmd
+from rewardsmith.cli import rm as rm_cmd
+from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
 from rewardsmith.cli import tools as tools_cmd
 from rewardsmith.errors import RewardsmithError
@@ -20,7 +24,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("score")(score_cmd.score)
+app.command("convert")(convert_cmd.convert)
 app.add_typer(tools_cmd.app, name="tools")
+app.add_typer(rm_cmd.app, name="rm")
+app.add_typer(route_cmd.app, name="route")
+app.add_typer(bench_cmd.app, name="bench")
 
 err_console = Console(stderr=True)
 
