@@ -51,13 +51,7 @@ def isolate(disk_mb: int, namespaces: bool = True) -> dict[str, Any]:
             _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE, None)
             for path in PRIVATE_TMP_DIRS:
                 if os.path.isdir(path):
-                    _linux.mount(
-                        "tmpfs",
-                        path,
-                        "tmpfs",
-                        _linux.MS_NOSUID | _linux.MS_NODEV,
-                        f"size={disk_mb}m,mode=1777",
-                    )
+                    _private_tmp(path, disk_mb)
             info["private_tmp"] = True
         except OSError as exc:
             info["mount_error"] = str(exc)
@@ -69,6 +63,31 @@ def isolate(disk_mb: int, namespaces: bool = True) -> dict[str, Any]:
         # root rather than break every import (rlimits and namespaces still apply).
         info["drop_uid"] = False
     return info
+
+
+def _private_tmp(path: str, disk_mb: int) -> None:
+    """Cover `path` with an empty tmpfs, keeping Python's own paths under it.
+
+    A checkout or virtualenv may live under /tmp (CI clones often do): hiding it would break
+    every import in the sandbox. Each such path is held open (O_PATH) before the tmpfs goes
+    on, then bound back through /proc/self/fd, so only those paths reappear: nothing else
+    of the host's /tmp is visible.
+    """
+    keep: list[str] = []
+    for p in _python_paths():
+        if p.startswith(path + "/") and not any(p.startswith(k + "/") for k in keep):
+            keep.append(p)
+    held = [(entry, os.open(entry, os.O_PATH)) for entry in keep]
+    try:
+        _linux.mount(
+            "tmpfs", path, "tmpfs", _linux.MS_NOSUID | _linux.MS_NODEV, f"size={disk_mb}m,mode=1777"
+        )
+        for entry, fd in held:
+            os.makedirs(entry, exist_ok=True)
+            _linux.mount(f"/proc/self/fd/{fd}", entry, None, _linux.MS_BIND | _linux.MS_REC, None)
+    finally:
+        for _, fd in held:
+            os.close(fd)
 
 
 def _world_readable(paths: list[str]) -> bool:
