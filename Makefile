@@ -14,7 +14,7 @@ $(BIN)/python:
 # torch first, pinned: the CPU build on this machine's disk; a bare `torch` would pull a CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[train,router,dev]"
+	$(BIN)/pip install --quiet -e ".[train,router,rl,dev]"
 	@touch $(STAMP)
 
 run: $(STAMP)

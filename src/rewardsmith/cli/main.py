@@ -10,6 +10,7 @@ from rich.console import Console
 
 from rewardsmith.cli import bench as bench_cmd
 from rewardsmith.cli import convert as convert_cmd
+from rewardsmith.cli import grpo as grpo_cmd
 from rewardsmith.cli import rm as rm_cmd
 from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
@@ -27,6 +28,7 @@ app.command("score")(score_cmd.score)
 app.command("convert")(convert_cmd.convert)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(rm_cmd.app, name="rm")
+app.add_typer(grpo_cmd.app, name="grpo")
 app.add_typer(route_cmd.app, name="route")
 app.add_typer(bench_cmd.app, name="bench")
 

@@ -1,0 +1,345 @@
+"""`rewardsmith grpo train|eval`: GRPO with rewardsmith rewards, and held-out evaluation.
+
+torch and transformers are imported inside the commands, so `rewardsmith --help` stays fast
+and works without the `rl` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from rewardsmith.cli.common import LibraryOption
+from rewardsmith.errors import ConfigError, MissingDependencyError
+
+app = typer.Typer(
+    help="GRPO on rewardsmith rewards: train a policy, evaluate checkpoints.",
+    no_args_is_help=True,
+)
+console = Console()
+
+# The final table averages the last steps: one step's numbers are noisy with few prompts.
+SUMMARY_STEPS = 10
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError("torch transformers", "rl") from exc
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=quiet,
+        transient=True,
+    )
+
+
+def _floats(text: str | None) -> tuple[float, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError as exc:
+        raise ConfigError(f"expected comma-separated numbers, got {text!r}") from exc
+
+
+@app.command("train")
+def train_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Run folder (metrics, checkpoints, model).")
+    ],
+    policy: Annotated[
+        str, typer.Option(help="testbed, testbed-tiny, smollm2, or a model folder.")
+    ] = "testbed",
+    reward: Annotated[
+        str, typer.Option(help="Reward tool(s), comma-separated: gsm8k,format_tags.")
+    ] = "gsm8k,format_tags",
+    reward_weights: Annotated[
+        str | None, typer.Option(help="Weights of the reward tools, comma-separated.")
+    ] = None,
+    steps: Annotated[int, typer.Option(help="Optimizer steps (rollout batches).")] = 200,
+    data: Annotated[
+        str, typer.Option(help="Prompts: 'testbed' or a JSONL file (question + answer).")
+    ] = "testbed",
+    n_prompts: Annotated[int | None, typer.Option(help="Use the first N prompts.")] = None,
+    prompts_per_step: Annotated[int, typer.Option(help="Prompts per step.")] = 8,
+    group_size: Annotated[
+        int, typer.Option("--group-size", "-G", help="Completions per prompt.")
+    ] = 8,
+    max_new_tokens: Annotated[int, typer.Option(help="Completion length limit (tokens).")] = 64,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    top_k: Annotated[int, typer.Option(help="Top-k sampling (0: off).")] = 0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling mass.")] = 1.0,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-4,
+    warmup_steps: Annotated[int, typer.Option(help="Linear warmup steps.")] = 0,
+    beta: Annotated[float, typer.Option(help="KL coefficient to the reference policy.")] = 0.0,
+    epsilon: Annotated[float, typer.Option(help="Clip range (low; and high unless given).")] = 0.2,
+    epsilon_high: Annotated[float | None, typer.Option(help="Upper clip range.")] = None,
+    num_iterations: Annotated[int, typer.Option(help="Update passes per rollout batch (mu).")] = 1,
+    grad_accum: Annotated[int, typer.Option(help="Gradient accumulation micro-batches.")] = 1,
+    loss_type: Annotated[
+        str, typer.Option(help="dapo (token mean) or grpo (sequence mean).")
+    ] = "dapo",
+    scale_rewards: Annotated[bool, typer.Option(help="Divide advantages by the group std.")] = True,
+    lora_rank: Annotated[int, typer.Option(help="LoRA rank (0: full fine-tuning).")] = 32,
+    lora_alpha: Annotated[int, typer.Option(help="LoRA alpha.")] = 64,
+    answer: Annotated[
+        str | None, typer.Option(help="Answer format for accuracy: solution or gsm8k.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of prompts, sampling and LoRA init.")] = 0,
+    save_every: Annotated[int, typer.Option(help="Checkpoint every N steps (0: at the end).")] = 0,
+    time_limit: Annotated[
+        float | None, typer.Option(help="Stop and save after this many minutes.")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the newest checkpoint in OUT.")
+    ] = False,
+    backend: Annotated[str, typer.Option(help="embedded (default) or trl.")] = "embedded",
+    device: Annotated[str, typer.Option(help="cpu, cuda...")] = "cpu",
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
+    plot: Annotated[bool, typer.Option(help="Write OUT/metrics.png.")] = True,
+    library: LibraryOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl."""
+    _require_torch()
+    from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer, load_items
+    from rewardsmith.rl.policies import load_policy, torch_threads
+    from rewardsmith.rl.rewards import parse_rewards
+
+    if backend not in ("embedded", "trl"):
+        raise ConfigError(f"--backend must be embedded or trl, got {backend!r}")
+    torch_threads(threads)
+    config = GRPOConfig(
+        steps=steps,
+        prompts_per_step=prompts_per_step,
+        group_size=group_size,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        lr=lr,
+        warmup_steps=warmup_steps,
+        epsilon=epsilon,
+        epsilon_high=epsilon_high,
+        beta=beta,
+        scale_rewards=scale_rewards,
+        loss_type=loss_type,  # type: ignore[arg-type]  # checked by GRPOConfig
+        num_iterations=num_iterations,
+        grad_accum=grad_accum,
+        lora_rank=lora_rank,
+        lora_alpha=lora_alpha,
+        reward_weights=_floats(reward_weights),
+        answer_format=answer,  # type: ignore[arg-type]  # checked by GRPOConfig
+        seed=seed,
+        save_every=save_every,
+        time_limit_s=time_limit * 60 if time_limit else None,
+    )
+    tools = parse_rewards(reward)
+    with console.status(f"loading policy {policy}...", spinner="dots") if not quiet else _Null():
+        pol = load_policy(policy, device=device, progress=None if quiet else console.log)
+    items = load_items(data, n_prompts, seed)
+    history: list[dict[str, Any]] = []
+    with _progress(quiet) as bar:
+        task = bar.add_task("GRPO", total=steps)
+
+        def on_step(m: dict[str, Any]) -> None:
+            history.append(m)
+            acc = m.get("accuracy", float("nan"))
+            bar.update(
+                task,
+                completed=m["step"],
+                description=f"GRPO reward {m.get('reward', 0):.3f} acc {acc:.3f}",
+            )
+
+        if backend == "trl":
+            from rewardsmith.rl.trl_backend import train_trl
+
+            result = train_trl(
+                pol, tools, items, config, out, library=library, resume=resume, on_step=on_step
+            )
+        else:
+            trainer = GRPOTrainer(pol, tools, items, config, out, library=library)
+            result = trainer.train(resume=resume, on_step=on_step)
+    if plot and (out / "metrics.jsonl").exists():
+        from rewardsmith.report.grpo_plot import plot_metrics
+
+        try:
+            plot_metrics(out / "metrics.jsonl", out / "metrics.png")
+        except MissingDependencyError as exc:
+            console.print(f"[yellow]no plot:[/] {exc}")
+    if not quiet:
+        console.print(_train_table(history, result.seconds, backend))
+        console.print(f"model: {result.model_dir}  metrics: {out / 'metrics.jsonl'}")
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _train_table(history: list[dict[str, Any]], seconds: float, backend: str) -> Table:
+    table = Table(title=f"GRPO ({backend}): first and last {SUMMARY_STEPS} steps, means")
+    table.add_column("metric")
+    table.add_column("first", justify="right")
+    table.add_column("last", justify="right")
+    head, tail = history[:SUMMARY_STEPS], history[-SUMMARY_STEPS:]
+    keys = [k for k in (history[-1] if history else {}) if k != "step" and not k.endswith("_frac")]
+    for key in keys:
+        a = [float(m[key]) for m in head if key in m]
+        b = [float(m[key]) for m in tail if key in m]
+        if a and b:
+            table.add_row(key, f"{statistics.fmean(a):.4g}", f"{statistics.fmean(b):.4g}")
+    table.caption = f"{len(history)} steps in {seconds:.0f} s"
+    return table
+
+
+@app.command("eval")
+def eval_cmd(
+    policy: Annotated[
+        list[str],
+        typer.Option(
+            "--policy",
+            "-p",
+            help="Policy (repeatable): testbed, smollm2 or a model folder; the first is the "
+            "baseline the others are compared with.",
+        ),
+    ],
+    data: Annotated[
+        str, typer.Option(help="'testbed' (held-out split) or a JSONL file.")
+    ] = "testbed",
+    n: Annotated[int, typer.Option(help="Problems to evaluate.")] = 500,
+    seed: Annotated[int, typer.Option(help="Seed of the held-out problems.")] = 0,
+    max_new_tokens: Annotated[int, typer.Option(help="Completion length limit.")] = 96,
+    batch_size: Annotated[int, typer.Option(help="Prompts per generation batch.")] = 64,
+    answer: Annotated[
+        str | None, typer.Option(help="solution (strict tags) or gsm8k (final number).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write results (per item too) as JSON.")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda...")] = "cpu",
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
+) -> None:
+    """Greedy held-out accuracy and F1 with bootstrap 95% CIs; exact McNemar (Bonferroni)
+    of every policy against the first."""
+    _require_torch()
+    from rewardsmith.rl.evaluate import compare, evaluate_policy
+    from rewardsmith.rl.grpo import load_items
+    from rewardsmith.rl.policies import load_policy, testbed_eval_problems, torch_threads
+
+    torch_threads(threads)
+    items: list[Any] = (
+        list(testbed_eval_problems(n, seed)) if data == "testbed" else load_items(data, n)
+    )
+    results = []
+    with _progress(quiet) as bar:
+        for spec in policy:
+            pol = load_policy(spec, device=device)
+            pol.name = spec
+            task = bar.add_task(f"eval {spec}", total=len(items))
+            results.append(
+                evaluate_policy(
+                    pol,
+                    items,
+                    answer_format=answer,  # type: ignore[arg-type]
+                    max_new_tokens=max_new_tokens,
+                    batch_size=batch_size,
+                    progress=partial(_advance, bar, task),
+                )
+            )
+    tests = compare(results[0], results[1:])
+    report = {
+        "data": data,
+        "n": len(items),
+        "seed": seed,
+        "policies": [{"policy": r.name, **r.summary()} for r in results],
+        "comparisons": [
+            {"baseline": results[0].name, "policy": r.name, **t.to_dict()}
+            for r, t in zip(results[1:], tests, strict=True)
+        ],
+        "items": [
+            {
+                "question": it.question,
+                "reference": it.reference,
+                **{
+                    r.name: {
+                        "completion": r.completions[i],
+                        "correct": r.correct[i],
+                        "parseable": r.parseable[i],
+                    }
+                    for r in results
+                },
+            }
+            for i, it in enumerate(items)
+        ],
+    }
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=2) + "\n")
+    if not quiet:
+        console.print(_eval_table(report))
+        if tests:
+            console.print(_compare_table(report))
+
+
+def _advance(bar: Progress, task: TaskID, k: int) -> None:
+    bar.advance(task, k)
+
+
+def _ci(d: dict[str, float]) -> str:
+    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+
+
+def _eval_table(report: dict[str, Any]) -> Table:
+    table = Table(title=f"held-out {report['data']} (n={report['n']}, greedy, 95% bootstrap CI)")
+    for col in ("policy", "accuracy", "F1", "precision", "parseable", "seconds"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for p in report["policies"]:
+        table.add_row(
+            p["policy"],
+            _ci(p["accuracy"]),
+            _ci(p["f1"]),
+            f"{p['precision']:.3f}",
+            f"{p['parseable']}/{p['n']}",
+            f"{p['seconds']:.0f}",
+        )
+    return table
+
+
+def _compare_table(report: dict[str, Any]) -> Table:
+    table = Table(title="exact McNemar vs the first policy (Bonferroni-corrected)")
+    for col in ("policy", "only baseline right", "only policy right", "p", "p (Bonferroni)"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for c in report["comparisons"]:
+        table.add_row(
+            c["policy"], str(c["b"]), str(c["c"]), f"{c['p_value']:.3g}", f"{c['p_bonferroni']:.3g}"
+        )
+    return table

@@ -1,0 +1,1 @@
+"""Plots and reports of rewardsmith runs (matplotlib, imported only inside the functions)."""

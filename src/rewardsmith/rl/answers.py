@@ -1,0 +1,74 @@
+"""What counts as a policy's answer, for accuracy and F1 (training logs and `grpo eval`).
+
+Two ways to read the answer (`AnswerFormat`):
+
+- `"solution"` (strict; the testbed's format): the content of the last
+  `<solution>...</solution>` block, which must be a single number (`72`, `-3`, `1,000`, `2.5`);
+  a completion without a closed block, or with anything else inside it, has no parseable
+  answer. This is the format the search-driven paper trains for.
+- `"gsm8k"`: the final number by the `gsm8k` tool's rule (`#### N`, `\\boxed{}`, "the answer
+  is", else the last number), for policies that do not use tags (SmolLM2 out of the box).
+
+A parseable answer is correct when it equals the reference number (`gsm8k.numbers_equal`).
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.tools.gsm8k import _numbers, extract_number, numbers_equal
+
+AnswerFormat = Literal["solution", "gsm8k"]
+ANSWER_FORMATS: tuple[AnswerFormat, ...] = ("solution", "gsm8k")
+TAGS = ("thinking", "solution")
+
+_SOLUTION_RE = re.compile(r"<solution>(.*?)</solution>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One completion judged against its reference."""
+
+    parseable: bool
+    correct: bool
+
+
+def extract_answer(completion: str, fmt: AnswerFormat = "solution") -> Fraction | None:
+    """The completion's numeric answer under `fmt`, or None when it has none."""
+    if fmt == "gsm8k":
+        return extract_number(completion)
+    if fmt != "solution":
+        raise ConfigError(f"answer format must be one of {ANSWER_FORMATS}, got {fmt!r}")
+    blocks = _SOLUTION_RE.findall(completion)
+    if not blocks:
+        return None
+    inner = blocks[-1].strip()
+    found = _numbers(inner)
+    # Exactly one number and nothing else but its own characters: "32", "$32", "32." pass,
+    # "32 or 33" and "about 32 apples" do not.
+    if len(found) != 1 or found[0] is None:
+        return None
+    if re.sub(r"[\d,.\s$€£\-\u2212/]", "", inner):
+        return None
+    return found[0]
+
+
+def parse_reference(reference: str) -> Fraction:
+    """The reference number (a bare number or a GSM8K solution ending in `#### N`)."""
+    value = extract_number(reference)
+    if value is None:
+        raise ConfigError(f"reference {reference[:60]!r} holds no number")
+    return value
+
+
+def judge(completion: str, reference: str, fmt: AnswerFormat = "solution") -> Judged:
+    """Is the completion's answer parseable, and is it correct?"""
+    answer = extract_answer(completion, fmt)
+    if answer is None:
+        return Judged(False, False)
+    return Judged(True, numbers_equal(answer, parse_reference(reference)))

@@ -1,0 +1,592 @@
+"""The embedded GRPO trainer: Group Relative Policy Optimization for any Hugging Face causal LM.
+
+One step (Shao et al. 2024, "DeepSeekMath", section 4.1, outcome supervision):
+
+1. draw `prompts_per_step` prompts and sample G = `group_size` completions for each;
+2. score every completion with the reward tools (a weighted sum, `rl.rewards`);
+3. advantages A_i = (r_i - mean(r_group)) / (std(r_group) + eps), the same for every token
+   of completion i (`scale_rewards=False`: A_i = r_i - mean, as in Dr. GRPO);
+4. minimize -min(rho_t A_i, clip(rho_t, 1 - epsilon, 1 + epsilon_high) A_i)
+   + beta * KL_t, with rho_t = pi(o_t) / pi_old(o_t) and the k3 estimator
+   KL_t = exp(ref_t - logp_t) - (ref_t - logp_t) - 1 against a frozen reference policy;
+   `num_iterations` (mu) passes over each rollout batch, each one optimizer step, with
+   gradient accumulation over `grad_accum` micro-batches.
+
+How it departs from the GRPO paper:
+
+- no reference model by default (beta = 0, as DAPO, Dr. GRPO and TRL's default): the KL term
+  costs a second forward pass and the clip already bounds each update;
+- the default loss averages over all completion tokens of the batch (`loss_type="dapo"`, DAPO's
+  token-level loss) rather than per sequence then per group (`loss_type="grpo"`, the paper's
+  1/G sum_i 1/|o_i| sum_t), which favours short wrong answers over long wrong ones;
+- std is the population std of the group (the paper does not say which); a group whose
+  rewards are all equal gets zero advantage and contributes no gradient.
+
+How it departs from TRL's `GRPOTrainer`:
+
+- rollouts are sampled with a plain KV-cache loop (`rl.generation`), not `model.generate`,
+  so the sampling distribution and the log-prob pass are written side by side (same speed);
+- each step's prompts and sampling RNG are a function of (seed, step) alone, and a checkpoint
+  holds the trainable weights and the optimizer and scheduler states, so a resumed run repeats
+  the uninterrupted one exactly (the loss of the next step is bit-identical on the same
+  machine and thread count);
+- the group std is the population std (TRL uses the sample std); rewards that do not score
+  (None) count as 0 instead of being left out of the sum;
+- metrics: every reward tool and component, strict accuracy (`rl.answers`), completion
+  lengths and the time split (generation / reward / update) are written per step to
+  `OUT/metrics.jsonl`.
+
+LoRA (through peft, rank 32 by default, on every linear layer) or full fine-tuning
+(`lora_rank=0`). The trained policy is saved as a plain Hugging Face model in `OUT/model`
+(LoRA merged), loadable by `rewardsmith grpo eval --policy OUT/model`.
+
+    rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 300 --out runs/tb
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from rewardsmith.errors import ConfigError, InputError, MissingDependencyError
+from rewardsmith.library.store import Library
+from rewardsmith.rl.answers import ANSWER_FORMATS, AnswerFormat, judge
+from rewardsmith.rl.generation import Rollout, generate, token_logprobs
+from rewardsmith.rl.policies import Policy, save_policy
+from rewardsmith.rl.rewards import RewardSet, ToolRef
+
+log = logging.getLogger(__name__)
+
+LossType = Literal["grpo", "dapo"]
+LOSS_TYPES: tuple[LossType, ...] = ("grpo", "dapo")
+CHECKPOINTS = "checkpoints"
+STATE_FILE = "trainer_state.pt"
+METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "grpo_config.json"
+SUMMARY_FILE = "summary.json"
+MODEL_DIR = "model"
+# Keeps a group of identical rewards from dividing by zero; small against any reward scale.
+STD_EPS = 1e-4
+#: Linear layers of Llama-style models (LoRA targets): attention and MLP projections.
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Everything that decides a GRPO run (written to `OUT/grpo_config.json`)."""
+
+    steps: int = 200
+    prompts_per_step: int = 8
+    group_size: int = 8
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    beta: float = 0.0
+    scale_rewards: bool = True
+    loss_type: LossType = "dapo"
+    num_iterations: int = 1
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    lora_rank: int = 32
+    lora_alpha: int = 64
+    lora_dropout: float = 0.0
+    reward_weights: tuple[float, ...] | None = None
+    answer_format: AnswerFormat | None = None
+    seed: int = 0
+    save_every: int = 0
+    keep_checkpoints: int = 2
+    time_limit_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "prompts_per_step", "group_size", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.group_size < 2:
+            raise ConfigError("group_size must be >= 2: advantages compare completions in a group")
+        if self.loss_type not in LOSS_TYPES:
+            raise ConfigError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        if self.answer_format is not None and self.answer_format not in ANSWER_FORMATS:
+            raise ConfigError(f"answer_format must be one of {ANSWER_FORMATS}")
+        if self.num_iterations < 1 or self.grad_accum < 1:
+            raise ConfigError("num_iterations and grad_accum must be >= 1")
+        if self.grad_accum > self.prompts_per_step * self.group_size:
+            raise ConfigError("grad_accum cannot exceed the completions per step")
+        if self.lora_rank < 0 or self.beta < 0 or self.epsilon <= 0 or self.temperature <= 0:
+            raise ConfigError("lora_rank and beta must be >= 0; epsilon, temperature > 0")
+
+    @property
+    def clip_high(self) -> float:
+        return self.epsilon if self.epsilon_high is None else self.epsilon_high
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    """One training or evaluation question with its reference answer."""
+
+    question: str
+    reference: str
+
+
+# -- the math of one step, as pure functions (tested by hand computations) ---------------------
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale: bool = True) -> torch.Tensor:
+    """A_i = (r_i - mean_g) / (std_g + eps) per group of `group_size` consecutive rewards
+    (population std); `scale=False`: r_i - mean_g."""
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
+    grouped = rewards.view(-1, group_size).float()
+    centered = grouped - grouped.mean(dim=1, keepdim=True)
+    if scale:
+        centered = centered / (grouped.std(dim=1, unbiased=False, keepdim=True) + STD_EPS)
+    return centered.reshape(-1)
+
+
+@dataclass
+class LossParts:
+    """The loss of a micro-batch and what the logs need."""
+
+    loss: torch.Tensor
+    clipped_tokens: float
+    kl_sum: float
+    tokens: float
+
+
+def clipped_objective(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    epsilon: float,
+    epsilon_high: float,
+    loss_type: LossType,
+    denominator: float,
+    beta: float = 0.0,
+    ref_logp: torch.Tensor | None = None,
+) -> LossParts:
+    """The GRPO loss of a micro-batch: per token
+    -min(rho A, clip(rho, 1 - epsilon, 1 + epsilon_high) A) + beta KL_k3, summed as
+    `loss_type` says and divided by `denominator` (tokens of the whole batch for "dapo",
+    sequences of the whole batch for "grpo"), so micro-batches add up to the batch loss."""
+    mask = mask.float()
+    ratio = torch.exp(logp - old_logp)
+    adv = advantages[:, None]
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high) * adv
+    per_token = -torch.minimum(unclipped, clipped)
+    kl_sum = 0.0
+    if beta > 0:
+        if ref_logp is None:
+            raise ValueError("beta > 0 needs the reference log-probs")
+        delta = ref_logp - logp
+        kl = torch.exp(delta) - delta - 1
+        per_token = per_token + beta * kl
+        kl_sum = float((kl * mask).sum().detach())
+    if loss_type == "dapo":
+        loss = (per_token * mask).sum() / denominator
+    else:
+        per_seq = (per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+        loss = per_seq.sum() / denominator
+    is_clipped = ((unclipped - clipped).abs() > 0) & mask.bool()
+    return LossParts(loss, float(is_clipped.sum()), kl_sum, float(mask.sum()))
+
+
+def step_seed(seed: int, step: int) -> int:
+    """The RNG seed of one step: a function of (seed, step) only, so resumes are exact."""
+    return (seed * 1_000_003 + step * 7_919 + 17) % (2**63 - 1)
+
+
+def batch_indices(n_items: int, per_step: int, seed: int, step: int) -> list[int]:
+    """Prompt indices of step `step` (1-based): epochs of seeded permutations of the items."""
+    out: list[int] = []
+    start = (step - 1) * per_step
+    for k in range(start, start + per_step):
+        epoch, pos = divmod(k, n_items)
+        order = list(range(n_items))
+        random.Random(seed * 31 + epoch).shuffle(order)
+        out.append(order[pos])
+    return out
+
+
+# -- the trainer --------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    out: Path
+    model_dir: Path | None
+    seconds: float
+    last: dict[str, Any] = field(default_factory=dict)
+
+
+class GRPOTrainer:
+    """GRPO on `policy` with rewardsmith rewards; writes metrics, checkpoints and the model
+    under `out` (see the module docstring)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        rewards: Sequence[ToolRef],
+        items: Sequence[PromptItem],
+        config: GRPOConfig,
+        out: str | Path,
+        *,
+        library: Library | str | Path | None = None,
+    ) -> None:
+        if not items:
+            raise InputError("GRPO needs at least one training prompt")
+        self.policy = policy
+        self.items = list(items)
+        self.config = config
+        self.out = Path(out)
+        self.answer_format: AnswerFormat = config.answer_format or policy.answer_format
+        self.reward = RewardSet(rewards, config.reward_weights, library=library)
+        self.step = 0
+        torch.manual_seed(config.seed)  # LoRA initialization
+        self.ref_model: Any = None
+        if config.beta > 0 and config.lora_rank == 0:
+            self.ref_model = copy.deepcopy(policy.model).eval().requires_grad_(False)
+        self.model = self._wrap(policy.model)
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            trainable, lr=config.lr, betas=(0.9, 0.99), weight_decay=config.weight_decay
+        )
+        warmup = config.warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0
+        )
+
+    def _wrap(self, model: Any) -> Any:
+        if self.config.lora_rank == 0:
+            model.requires_grad_(True)
+            return model
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:
+            raise MissingDependencyError("peft", "rl") from exc
+        names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
+        targets = [t for t in LORA_TARGETS if t in names] or "all-linear"
+        lora = LoraConfig(
+            r=self.config.lora_rank,
+            lora_alpha=self.config.lora_alpha,
+            lora_dropout=self.config.lora_dropout,
+            target_modules=targets,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+        return get_peft_model(model, lora)
+
+    # -- one step -------------------------------------------------------------------------
+
+    def train_step(self) -> dict[str, Any]:
+        """Run the next step and return its metrics (also appended to `metrics.jsonl`)."""
+        cfg = self.config
+        self.step += 1
+        torch.manual_seed(step_seed(cfg.seed, self.step))
+        t0 = time.perf_counter()
+        chosen = [
+            self.items[i]
+            for i in batch_indices(len(self.items), cfg.prompts_per_step, cfg.seed, self.step)
+        ]
+        prompts = [self.policy.prompt_for(it.question) for it in chosen]
+        rollout = generate(
+            self.model,
+            self.policy.tokenizer,
+            prompts,
+            num_return=cfg.group_size,
+            max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature,
+            top_k=cfg.top_k,
+            top_p=cfg.top_p,
+        )
+        t1 = time.perf_counter()
+        g = cfg.group_size
+        flat_prompts = [p for p in prompts for _ in range(g)]
+        references = [it.reference for it in chosen for _ in range(g)]
+        scored = self.reward.score(flat_prompts, rollout.texts, references)
+        t2 = time.perf_counter()
+        rewards = torch.tensor(scored.total)
+        advantages = group_advantages(rewards, g, cfg.scale_rewards)
+        update = self._update(rollout, advantages)
+        t3 = time.perf_counter()
+        verdicts = [
+            judge(t, r, self.answer_format) for t, r in zip(rollout.texts, references, strict=True)
+        ]
+        lengths = rollout.lengths.float()
+        group_std = rewards.view(-1, g).std(dim=1, unbiased=False)
+        metrics: dict[str, Any] = {
+            "step": self.step,
+            "loss": update["loss"],
+            "reward": float(rewards.mean()),
+            "reward_std": float(rewards.std(unbiased=False)),
+            **scored.metrics,
+            "accuracy": sum(v.correct for v in verdicts) / len(verdicts),
+            "parseable": sum(v.parseable for v in verdicts) / len(verdicts),
+            "completion_length": float(lengths.mean()),
+            "completion_length_min": float(lengths.min()),
+            "completion_length_max": float(lengths.max()),
+            "truncated": float(rollout.truncated.float().mean()),
+            "zero_std_groups": float((group_std < 1e-8).float().mean()),
+            "clip_frac": update["clip_frac"],
+            "grad_norm": update["grad_norm"],
+            "lr": self.scheduler.get_last_lr()[0],
+            "time/generate": t1 - t0,
+            "time/reward": t2 - t1,
+            "time/update": t3 - t2,
+            "time/step": t3 - t0,
+            "reward_share": (t2 - t1) / max(t3 - t0, 1e-9),
+        }
+        if cfg.beta > 0:
+            metrics["kl"] = update["kl"]
+        self._append_metrics(metrics)
+        return metrics
+
+    def _micro_batches(self, n: int) -> list[slice]:
+        size = math.ceil(n / self.config.grad_accum)
+        return [slice(i, min(n, i + size)) for i in range(0, n, size)]
+
+    def _logprobs(self, model: Any, rollout: Rollout, rows: slice) -> torch.Tensor:
+        return token_logprobs(
+            model,
+            rollout.prompt_ids[rows],
+            rollout.prompt_mask[rows],
+            rollout.completion_ids[rows],
+            rollout.completion_mask[rows],
+            temperature=self.config.temperature,
+        )
+
+    def _reference_logprobs(self, rollout: Rollout, rows: slice) -> torch.Tensor:
+        with torch.no_grad():
+            if self.ref_model is not None:
+                return self._logprobs(self.ref_model, rollout, rows)
+            with self.model.disable_adapter():  # LoRA: the base model is the reference
+                return self._logprobs(self.model, rollout, rows)
+
+    def _update(self, rollout: Rollout, advantages: torch.Tensor) -> dict[str, float]:
+        cfg = self.config
+        n = rollout.completion_ids.shape[0]
+        mask = rollout.completion_mask
+        denominator = float(mask.sum().clamp(min=1)) if cfg.loss_type == "dapo" else float(n)
+        chunks = self._micro_batches(n)
+        self.model.train()
+        old: list[torch.Tensor | None] = [None] * len(chunks)
+        if cfg.num_iterations > 1:  # pi_old is the policy that sampled, fixed across passes
+            with torch.no_grad():
+                old = [self._logprobs(self.model, rollout, rows) for rows in chunks]
+        refs: list[torch.Tensor | None] = [None] * len(chunks)
+        if cfg.beta > 0:
+            refs = [self._reference_logprobs(rollout, rows) for rows in chunks]
+        first: dict[str, float] = {}
+        for iteration in range(cfg.num_iterations):
+            loss_total = clipped = kl = tokens = 0.0
+            for k, rows in enumerate(chunks):
+                logp = self._logprobs(self.model, rollout, rows)
+                old_k = old[k]
+                parts = clipped_objective(
+                    logp,
+                    logp.detach() if old_k is None else old_k,
+                    advantages[rows],
+                    mask[rows],
+                    epsilon=cfg.epsilon,
+                    epsilon_high=cfg.clip_high,
+                    loss_type=cfg.loss_type,
+                    denominator=denominator,
+                    beta=cfg.beta,
+                    ref_logp=refs[k],
+                )
+                parts.loss.backward()
+                loss_total += float(parts.loss.detach())
+                clipped += parts.clipped_tokens
+                kl += parts.kl_sum
+                tokens += parts.tokens
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            if iteration == 0:
+                first = {
+                    "loss": loss_total,
+                    "clip_frac": clipped / max(tokens, 1.0),
+                    "kl": kl / max(tokens, 1.0),
+                    "grad_norm": grad_norm,
+                }
+        return first
+
+    # -- the run --------------------------------------------------------------------------
+
+    def train(
+        self,
+        *,
+        resume: bool = False,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+        save_model: bool = True,
+    ) -> TrainResult:
+        """Run to `config.steps` (or the time limit), checkpointing every `save_every` steps;
+        `resume`: continue from the newest checkpoint in `out`."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / CONFIG_FILE).write_text(
+            json.dumps(
+                {
+                    "grpo": self.config.to_dict(),
+                    "policy": self.policy.name,
+                    "policy_source": self.policy.source,
+                    "rewards": self.reward.names,
+                    "items": len(self.items),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        if resume:
+            self.resume()
+        elif (self.out / METRICS_FILE).exists():
+            (self.out / METRICS_FILE).unlink()
+        start = time.perf_counter()
+        last: dict[str, Any] = {}
+        cfg = self.config
+        while self.step < cfg.steps:
+            last = self.train_step()
+            if on_step:
+                on_step(last)
+            if cfg.save_every and self.step % cfg.save_every == 0:
+                self.save_checkpoint()
+            if cfg.time_limit_s and time.perf_counter() - start > cfg.time_limit_s:
+                log.warning("time limit reached after step %d; saving", self.step)
+                break
+        if not cfg.save_every or self.step % cfg.save_every:
+            self.save_checkpoint()
+        model_dir = self.save_model(self.out / MODEL_DIR) if save_model else None
+        seconds = time.perf_counter() - start
+        summary = {"steps": self.step, "seconds": round(seconds, 1), "last": last}
+        (self.out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+        self.reward.close()
+        return TrainResult(self.step, self.out, model_dir, seconds, last)
+
+    def _append_metrics(self, metrics: dict[str, Any]) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        with (self.out / METRICS_FILE).open("a") as f:
+            f.write(json.dumps(metrics) + "\n")
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        return {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
+
+    def save_checkpoint(self) -> Path:
+        """`out/checkpoints/step-N/trainer_state.pt`: trainable weights, optimizer, scheduler."""
+        path = self.out / CHECKPOINTS / f"step-{self.step:06d}"
+        path.mkdir(parents=True, exist_ok=True)
+        state = {
+            "step": self.step,
+            "weights": self.trainable_state(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "config": self.config.to_dict(),
+        }
+        tmp = path / (STATE_FILE + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(path / STATE_FILE)
+        old = sorted((self.out / CHECKPOINTS).glob("step-*"))
+        for stale in old[: max(0, len(old) - self.config.keep_checkpoints)]:
+            shutil.rmtree(stale, ignore_errors=True)
+        return path
+
+    def resume(self, checkpoint: Path | None = None) -> int:
+        """Load the newest (or the given) checkpoint; returns the step it ends. Metrics lines
+        after that step are dropped, since the resumed run writes them again."""
+        path = checkpoint or latest_checkpoint(self.out)
+        if path is None:
+            raise ConfigError(f"no checkpoint to resume in {self.out / CHECKPOINTS}")
+        state = torch.load(path / STATE_FILE, weights_only=False)
+        params = dict(self.model.named_parameters())
+        missing = set(params[n] for n in params if params[n].requires_grad)
+        with torch.no_grad():
+            for name, tensor in state["weights"].items():
+                if name not in params:
+                    raise ConfigError(
+                        f"checkpoint {path} does not fit this model (no parameter {name}); "
+                        "resume with the same policy and LoRA settings"
+                    )
+                params[name].copy_(tensor)
+                missing.discard(params[name])
+        if missing:
+            raise ConfigError(f"checkpoint {path} lacks {len(missing)} trainable tensors")
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+        _truncate_metrics(self.out / METRICS_FILE, self.step)
+        return self.step
+
+    def save_model(self, path: Path) -> Path:
+        """The policy as a plain Hugging Face model (LoRA merged into a copy of the weights)."""
+        model = self.model
+        if hasattr(model, "merge_and_unload"):
+            model = copy.deepcopy(model).merge_and_unload()
+        if path.exists():
+            shutil.rmtree(path)
+        return save_policy(self.policy, model, path)
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    found = sorted(p for p in (out / CHECKPOINTS).glob("step-*") if (p / STATE_FILE).exists())
+    return found[-1] if found else None
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    if not path.exists():
+        return
+    kept = [
+        line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step
+    ]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+def load_items(source: str, n: int | None = None, seed: int = 0) -> list[PromptItem]:
+    """Training prompts: `testbed` (the `rl` split of the procedural problems, 20,000 by
+    default) or a JSONL file with a question (`question` or `prompt`) and a reference
+    (`reference`, `answer` or `solution`) per line."""
+    if source == "testbed":
+        from rewardsmith.rl.policies import testbed_train_problems
+
+        return [
+            PromptItem(p.question, p.reference) for p in testbed_train_problems(n or 20_000, seed)
+        ]
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(f"prompts {source!r}: expected 'testbed' or a JSONL file")
+    items: list[PromptItem] = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        question = row.get("question") or row.get("prompt")
+        reference = next((row[k] for k in ("reference", "answer", "solution") if k in row), None)
+        if not isinstance(question, str) or reference is None:
+            raise InputError(f"{path}:{lineno}: needs a question/prompt and a reference/answer")
+        items.append(PromptItem(question, str(reference)))
+        if n and len(items) >= n:
+            break
+    return items

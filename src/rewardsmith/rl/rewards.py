@@ -1,0 +1,115 @@
+"""Rewards for GRPO rollouts: one or more rewardsmith tools (or composites), weighted and summed.
+
+A tool is a library name (`gsm8k`, `math@2`, `gsm8k_with_format`), a `RewardTool`, or
+`router` / `router:BACKEND` (`embedded`, `llm`, `rules`): the router picks the tool(s) for each
+sample, as `rewardsmith score` does without `--tool`.
+
+Each tool scores the whole rollout batch once through a `Scorer`. A reward that does not
+score (`not_applicable`, `invalid_reference`: score None) counts as 0 in the sum and is
+counted in the metrics; `timeout` / `error` rewards already carry 0.0. Every tool's mean and
+every component's mean are reported, so composites such as `gsm8k_with_format` show their parts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.integrations.trl import component_means
+from rewardsmith.library.store import Library
+from rewardsmith.scoring import Scorer
+from rewardsmith.types import Reward, RewardTool, Sample
+
+ToolRef = str | RewardTool
+#: The reward name that hands each sample to the router instead of a fixed tool.
+ROUTER = "router"
+
+
+def parse_rewards(text: str) -> list[str]:
+    """`"gsm8k,format_tags"` -> `["gsm8k", "format_tags"]`."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise ConfigError("--reward needs at least one tool, e.g. --reward gsm8k,format_tags")
+    return names
+
+
+def tool_name(tool: ToolRef) -> str:
+    return tool if isinstance(tool, str) else tool.spec.name
+
+
+@dataclass
+class ScoredBatch:
+    """Rewards of one rollout batch: the weighted total per completion and what made it up."""
+
+    total: list[float]
+    per_tool: dict[str, list[float]]
+    metrics: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class RewardSet:
+    """Weighted sum of rewardsmith tools, scoring batches of (prompt, completion, reference)."""
+
+    def __init__(
+        self,
+        tools: Sequence[ToolRef],
+        weights: Sequence[float] | None = None,
+        *,
+        library: Library | str | Path | None = None,
+    ) -> None:
+        if not tools:
+            raise ConfigError("GRPO needs at least one reward tool")
+        if weights is not None and len(weights) != len(tools):
+            raise ConfigError(f"{len(weights)} reward weights for {len(tools)} tools")
+        names = [tool_name(t) for t in tools]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"reward tools listed twice: {names}")
+        self.names = names
+        self.weights = [float(w) for w in (weights or [1.0] * len(tools))]
+        self._owns_library = not isinstance(library, Library)
+        self.library = library if isinstance(library, Library) else Library(library)
+        self.scorers = [self._scorer(t) for t in tools]
+
+    def _scorer(self, tool: ToolRef) -> Scorer:
+        if isinstance(tool, str) and (tool == ROUTER or tool.startswith(ROUTER + ":")):
+            backend = tool.partition(":")[2] or "embedded"
+            return Scorer(None, library=self.library, router=backend)
+        return Scorer(tool, library=self.library)
+
+    def score(
+        self, prompts: Sequence[str], completions: Sequence[str], references: Sequence[str | None]
+    ) -> ScoredBatch:
+        start = time.perf_counter()
+        samples = [
+            Sample(completion=c, prompt=p, reference=r)
+            for p, c, r in zip(prompts, completions, references, strict=True)
+        ]
+        n = len(samples)
+        total = [0.0] * n
+        per_tool: dict[str, list[float]] = {}
+        metrics: dict[str, float] = {}
+        for name, weight, scorer in zip(self.names, self.weights, self.scorers, strict=True):
+            rewards: list[Reward] = scorer.score(samples)
+            values = [r.score if r.score is not None else 0.0 for r in rewards]
+            per_tool[name] = values
+            for i, v in enumerate(values):
+                total[i] += weight * v
+            metrics[f"reward/{name}"] = sum(values) / max(1, n)
+            not_scored = sum(r.score is None for r in rewards)
+            failed = sum(r.status in ("error", "timeout") for r in rewards)
+            if not_scored:
+                metrics[f"reward/{name}/not_scored_frac"] = not_scored / n
+            if failed:
+                metrics[f"reward/{name}/failed_frac"] = failed / n
+            for key, mean in component_means(rewards).items():
+                metrics[f"reward/{name}/{key}"] = mean
+        return ScoredBatch(total, per_tool, metrics, time.perf_counter() - start)
+
+    def close(self) -> None:
+        for scorer in self.scorers:
+            scorer.close()
+        if self._owns_library:
+            self.library.close()

@@ -1,0 +1,234 @@
+"""`rewardsmith grpo train --backend trl`: the same run through TRL's `GRPOTrainer`.
+
+This is the path for GPU users (vLLM generation, DeepSpeed, multi-GPU all come with TRL).
+The rewards are `rewardsmith.integrations.trl.reward_funcs`; every `GRPOConfig` field of the
+embedded trainer maps onto TRL's config where TRL has it:
+
+| rewardsmith                | TRL `GRPOConfig`                                              |
+|----------------------------|---------------------------------------------------------------|
+| prompts_per_step x G       | per_device_train_batch_size x gradient_accumulation_steps     |
+| group_size                 | num_generations                                               |
+| grad_accum                 | gradient_accumulation_steps (= steps_per_generation)          |
+| max_new_tokens             | max_completion_length                                         |
+| lr, warmup_steps           | learning_rate, warmup_steps (constant_with_warmup)            |
+| epsilon, epsilon_high      | epsilon, epsilon_high                                         |
+| beta, num_iterations       | beta, num_iterations                                          |
+| scale_rewards              | scale_rewards = "group" / "none"                              |
+| loss_type                  | loss_type ("grpo" or "dapo")                                  |
+| lora_rank, lora_alpha      | peft_config = LoraConfig(r, lora_alpha)                       |
+| reward_weights             | reward_weights                                                |
+
+Strict accuracy is logged through one more reward function with weight 0. Each TRL log line
+becomes a line of `OUT/metrics.jsonl` with the embedded trainer's key names where one exists
+(`reward/<tool>`, `accuracy`, `completion_length`, `time/step`); the trained model is saved
+to `OUT/model` like the embedded trainer's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rewardsmith.integrations.trl import reward_funcs
+from rewardsmith.library.store import Library
+from rewardsmith.rl.answers import AnswerFormat, judge
+from rewardsmith.rl.grpo import METRICS_FILE, MODEL_DIR, GRPOConfig, PromptItem, TrainResult
+from rewardsmith.rl.policies import Policy, save_policy
+from rewardsmith.rl.rewards import ToolRef, tool_name
+
+TRL_DIR = "trl"
+
+
+class StrictAccuracy:
+    """A TRL reward function (weight 0): 1.0 when the answer is parseable and correct."""
+
+    def __init__(self, answer_format: AnswerFormat) -> None:
+        self.answer_format = answer_format
+        self.__name__ = "accuracy"
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float]:
+        refs = kwargs["reference"]
+        return [
+            float(judge(str(c), str(r), self.answer_format).correct)
+            for c, r in zip(completions, refs, strict=True)
+        ]
+
+
+def trl_config(config: GRPOConfig, out: Path, n_tools: int) -> Any:
+    """TRL's `GRPOConfig` for our config (see the table in the module docstring)."""
+    from trl import GRPOConfig as TRLConfig
+
+    completions = config.prompts_per_step * config.group_size
+    if completions % config.grad_accum:
+        raise ValueError("prompts_per_step * group_size must divide by grad_accum for TRL")
+    weights = list(config.reward_weights or [1.0] * n_tools) + [0.0]
+    use_cpu = not torch.cuda.is_available()
+    return TRLConfig(
+        output_dir=str(out / TRL_DIR),
+        max_steps=config.steps,
+        per_device_train_batch_size=completions // config.grad_accum,
+        gradient_accumulation_steps=config.grad_accum,
+        num_generations=config.group_size,
+        max_completion_length=config.max_new_tokens,
+        temperature=config.temperature,
+        top_k=config.top_k,
+        top_p=config.top_p,
+        learning_rate=config.lr,
+        weight_decay=config.weight_decay,
+        warmup_steps=config.warmup_steps,
+        lr_scheduler_type="constant_with_warmup",
+        adam_beta2=0.99,
+        max_grad_norm=config.max_grad_norm,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high,
+        beta=config.beta,
+        num_iterations=config.num_iterations,
+        loss_type=config.loss_type,
+        scale_rewards="group" if config.scale_rewards else "none",
+        reward_weights=weights,
+        seed=config.seed,
+        use_cpu=use_cpu,
+        bf16=False,
+        report_to=[],
+        logging_steps=1,
+        save_strategy="steps" if config.save_every else "no",
+        save_steps=config.save_every or 500,
+        save_total_limit=config.keep_checkpoints,
+        disable_tqdm=True,
+    )
+
+
+def _metrics_line(logs: dict[str, Any], step: int, names: Sequence[str]) -> dict[str, Any]:
+    row: dict[str, Any] = {"step": step}
+    renames = {
+        "loss": "loss",
+        "reward": "reward",
+        "reward_std": "reward_std",
+        "completions/mean_length": "completion_length",
+        "completions/min_length": "completion_length_min",
+        "completions/max_length": "completion_length_max",
+        "completions/clipped_ratio": "truncated",
+        "kl": "kl",
+        "grad_norm": "grad_norm",
+        "learning_rate": "lr",
+        "rewards/accuracy/mean": "accuracy",
+    }
+    for src, dst in renames.items():
+        if src in logs:
+            row[dst] = logs[src]
+    for name in names:
+        key = f"rewards/rewardsmith_{name}/mean"
+        if key in logs:
+            row[f"reward/{name}"] = logs[key]
+    for key, value in logs.items():
+        if key.startswith("rewardsmith/"):
+            row["reward/" + key.split("/", 1)[1]] = value
+    return row
+
+
+def train_trl(
+    policy: Policy,
+    rewards: Sequence[ToolRef],
+    items: Sequence[PromptItem],
+    config: GRPOConfig,
+    out: str | Path,
+    *,
+    library: Library | str | Path | None = None,
+    resume: bool = False,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+    save_model: bool = True,
+) -> TrainResult:
+    """GRPO with TRL's `GRPOTrainer` on `policy` (prompts formatted by the policy)."""
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = [tool_name(t) for t in rewards]
+    funcs: list[Any] = list(
+        reward_funcs(list(rewards), library=library, reference_column="reference")
+    )
+    funcs.append(StrictAccuracy(config.answer_format or policy.answer_format))
+    dataset = Dataset.from_dict(
+        {
+            "prompt": [policy.prompt_for(it.question) for it in items],
+            "reference": [it.reference for it in items],
+        }
+    )
+    peft_config = None
+    if config.lora_rank:
+        from peft import LoraConfig
+
+        from rewardsmith.rl.grpo import LORA_TARGETS
+
+        peft_config = LoraConfig(
+            r=config.lora_rank,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=list(LORA_TARGETS),
+            task_type="CAUSAL_LM",
+        )
+    metrics_path = out / METRICS_FILE
+    if not resume and metrics_path.exists():
+        metrics_path.unlink()
+
+    class _Log(TrainerCallback):
+        def __init__(self) -> None:
+            self.started = 0.0
+            self.step_seconds = 0.0
+            self.last: dict[str, Any] = {}
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.started = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.step_seconds = time.perf_counter() - self.started
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if not logs or "reward" not in logs:
+                return
+            row = _metrics_line(logs, state.global_step, names)
+            # wall time from step begin to step end: generation, reward and update
+            row["time/step"] = self.step_seconds
+            self.last = row
+            with metrics_path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            if on_step:
+                on_step(row)
+
+    logger = _Log()
+    torch.manual_seed(config.seed)
+    trainer = GRPOTrainer(
+        model=policy.model,
+        reward_funcs=funcs,
+        args=trl_config(config, out, len(names)),
+        train_dataset=dataset,
+        processing_class=policy.tokenizer,
+        peft_config=peft_config,
+        callbacks=[logger],
+    )
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # our own progress and metrics file report
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    seconds = time.perf_counter() - start
+    model_dir = None
+    if save_model:
+        model: Any = trainer.model
+        if hasattr(model, "merge_and_unload"):
+            model = model.merge_and_unload()
+        model_dir = save_policy(policy, model, out / MODEL_DIR)
+    for f in funcs:
+        close = getattr(f, "close", None)
+        if close:
+            close()
+    return TrainResult(trainer.state.global_step, out, model_dir, seconds, logger.last)

@@ -1,0 +1,18 @@
+"""The tiny testbed policy, built once per test session (a few seconds) into its own cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_testbed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("torch")
+    import torch
+
+    from rewardsmith.rl.policies import TESTBED_TINY, build_testbed
+
+    torch.set_num_threads(2)
+    return build_testbed(TESTBED_TINY, cache_dir=tmp_path_factory.mktemp("testbed"))
