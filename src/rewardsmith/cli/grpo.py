@@ -15,16 +15,12 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
     Progress,
     TaskID,
-    TextColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption
+from rewardsmith.cli.common import LibraryOption, progress_bar
 from rewardsmith.errors import ConfigError, MissingDependencyError
 
 app = typer.Typer(
@@ -43,18 +39,6 @@ def _require_torch() -> None:
         import transformers  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError("torch transformers", "rl") from exc
-
-
-def _progress(quiet: bool) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=quiet,
-        transient=True,
-    )
 
 
 def _floats(text: str | None) -> tuple[float, ...] | None:
@@ -163,7 +147,7 @@ def train_cmd(
         pol = load_policy(policy, device=device, progress=None if quiet else console.log)
     items = load_items(data, n_prompts, seed)
     history: list[dict[str, Any]] = []
-    with _progress(quiet) as bar:
+    with progress_bar(console, quiet) as bar:
         task = bar.add_task("GRPO", total=steps)
 
         def on_step(m: dict[str, Any]) -> None:
@@ -260,7 +244,7 @@ def eval_cmd(
         list(testbed_eval_problems(n, seed)) if data == "testbed" else load_items(data, n)
     )
     results = []
-    with _progress(quiet) as bar:
+    with progress_bar(console, quiet) as bar:
         for spec in policy:
             pol = load_policy(spec, device=device)
             pol.name = spec

@@ -16,10 +16,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.cli.common import LibraryOption, open_library, progress_bar
 from rewardsmith.jsonl import atomic_output, read_records, scored_record, write_line
 from rewardsmith.scoring import Scorer, parse_task_map
 from rewardsmith.types import STATUSES, Reward
@@ -80,7 +79,7 @@ def score(
     scorer = Scorer(tool, mapping, lib, router=router)
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
-        with atomic_output(output) as handle, _progress(quiet) as progress:
+        with atomic_output(output) as handle, progress_bar(console, quiet) as progress:
             task_id = progress.add_task("scoring", total=len(records))
             for start in range(0, len(records), CHUNK_SIZE):
                 chunk = records[start : start + CHUNK_SIZE]
@@ -98,18 +97,6 @@ def score(
     if not quiet:
         console.print(_table(stats))
         console.print(f"wrote {len(records)} lines to {output}")
-
-
-def _progress(quiet: bool) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=quiet,
-        transient=True,
-    )
 
 
 def _table(stats: dict[tuple[str, str], GroupStats]) -> Table:
