@@ -49,10 +49,12 @@ def isolate(disk_mb: int, namespaces: bool = True) -> dict[str, Any]:
     if info["mount_ns"]:
         try:
             _linux.mount("none", "/", None, _linux.MS_REC | _linux.MS_PRIVATE, None)
+            kept: list[str] = []
             for path in PRIVATE_TMP_DIRS:
                 if os.path.isdir(path):
-                    _private_tmp(path, disk_mb)
+                    kept += _private_tmp(path, disk_mb)
             info["private_tmp"] = True
+            info["kept_tmp_paths"] = kept
         except OSError as exc:
             info["mount_error"] = str(exc)
     info["drop_uid"] = info["root"]
@@ -65,13 +67,14 @@ def isolate(disk_mb: int, namespaces: bool = True) -> dict[str, Any]:
     return info
 
 
-def _private_tmp(path: str, disk_mb: int) -> None:
-    """Cover `path` with an empty tmpfs, keeping Python's own paths under it.
+def _private_tmp(path: str, disk_mb: int) -> list[str]:
+    """Cover `path` with an empty tmpfs, keeping Python's own paths under it; return those.
 
     A checkout or virtualenv may live under /tmp (CI clones often do): hiding it would break
     every import in the sandbox. Each such path is held open (O_PATH) before the tmpfs goes
-    on, then bound back through /proc/self/fd, so only those paths reappear: nothing else
-    of the host's /tmp is visible.
+    on, then bound back read-only through /proc/self/fd, so only those paths reappear and
+    sandboxed code cannot change them. The worker's cleanup between runs must skip them
+    (`kept_tmp_paths`): they are the host's real files.
     """
     keep: list[str] = []
     for p in _python_paths():
@@ -85,9 +88,17 @@ def _private_tmp(path: str, disk_mb: int) -> None:
         for entry, fd in held:
             os.makedirs(entry, exist_ok=True)
             _linux.mount(f"/proc/self/fd/{fd}", entry, None, _linux.MS_BIND | _linux.MS_REC, None)
+            _linux.mount(
+                "none",
+                entry,
+                None,
+                _linux.MS_REMOUNT | _linux.MS_BIND | _linux.MS_RDONLY | _linux.MS_REC,
+                None,
+            )
     finally:
         for _, fd in held:
             os.close(fd)
+    return keep
 
 
 def _world_readable(paths: list[str]) -> bool:

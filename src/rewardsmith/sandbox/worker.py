@@ -492,6 +492,9 @@ class Zygote:
     def _clean(self, workdir: str) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
         if self.info.get("private_tmp"):
+            # Host paths bound back into the private tmpfs (a checkout or venv under /tmp)
+            # are real files: never wipe them or the folders that lead to them.
+            kept = self.info.get("kept_tmp_paths", [])
             for root in PRIVATE_TMP_DIRS:
                 try:
                     entries = os.listdir(root)
@@ -499,7 +502,9 @@ class Zygote:
                     continue
                 for name in entries:
                     path = os.path.join(root, name)
-                    if path == self.tmp_root:
+                    if path == self.tmp_root or any(
+                        k == path or k.startswith(path + "/") for k in kept
+                    ):
                         continue
                     if os.path.isdir(path) and not os.path.islink(path):
                         shutil.rmtree(path, ignore_errors=True)
