@@ -65,9 +65,18 @@ def test_a_killed_worker_is_replaced() -> None:
         assert sandbox.run("print(1)").ok
         [worker] = sandbox._all
         os.kill(worker.proc.pid, signal.SIGKILL)
-        result = sandbox.run("print(2)")
-        assert result.status == "error" and "died" in result.reason
-        assert sandbox.run("print(3)").stdout == "3\n"
+        # The death is met by the next run or the one after (the zygote may still answer
+        # once while its parent is gone): that run says so; none hangs or fakes success,
+        # and the runs after it work on the replacement.
+        results = [sandbox.run(f"print({n})") for n in (2, 3, 4)]
+        errors = [r for r in results if r.status == "error"]
+        assert len(errors) == 1 and "died" in errors[0].reason
+        assert all(
+            r.stdout == f"{n}\n"
+            for n, r in zip((2, 3, 4), results, strict=True)
+            if r.status != "error"
+        )
+        assert results[-1].stdout == "4\n"
         assert sandbox.stats.restarts == 1
 
 
