@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from rewardsmith.sandbox import Sandbox, SandboxLimits
+from rewardsmith.sandbox.child import READY_NAME
 from rewardsmith.sandbox.worker import SANDBOX_UID_BASE
 from rewardsmith.tools.code import CodeTool
 from rewardsmith.types import ToolSpec
@@ -35,7 +36,9 @@ def code_tool() -> Iterator[CodeTool]:
 
 
 def sandbox_processes(marker: str | None = None, settle: float = 1.0) -> list[str]:
-    """Live host processes owned by a sandbox uid, or whose command line contains `marker`.
+    """Live host processes owned by a sandbox uid, or whose command line contains `marker`,
+    except the children a zygote prepared for its next run (named `rs-ready`, at most one per
+    zygote, checked).
 
     Processes killed at the end of a run may take a moment to die, and their zombies are
     collected by the zygote after its next run, so dead ones are skipped and live ones get
@@ -51,6 +54,7 @@ def sandbox_processes(marker: str | None = None, settle: float = 1.0) -> list[st
 
 def _sandbox_processes(marker: str | None) -> list[str]:
     found = []
+    prepared: dict[int, int] = {}  # zygote pid -> prepared children
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
@@ -64,6 +68,11 @@ def _sandbox_processes(marker: str | None) -> list[str]:
         uid = int(status.split("Uid:")[1].split()[0])
         if status.split("State:")[1].split()[0] in ("Z", "X"):
             continue
+        if status.split("Name:")[1].split()[0] == READY_NAME.decode():
+            parent = int(status.split("PPid:")[1].split()[0])
+            prepared[parent] = prepared.get(parent, 0) + 1
+            if prepared[parent] == 1:
+                continue
         if uid >= SANDBOX_UID_BASE or (marker is not None and marker in cmdline):
             found.append(f"{entry} uid={uid} {cmdline[:80]}")
     return found

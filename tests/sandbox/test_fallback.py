@@ -4,6 +4,8 @@ temporary directory must hold without them."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 
@@ -81,3 +83,19 @@ def test_environment_is_scrubbed_and_directory_removed(plain: Sandbox) -> None:
     cwd = first.stdout.split()[0]
     assert "['HOME', 'LANG', 'PATH']" in first.stdout
     assert plain.run(f"import os\nprint(os.path.exists({cwd!r}))").stdout == "False\n"
+
+
+def test_run_folders_on_the_host_are_removed_on_close_and_after_a_crash() -> None:
+    sandbox = Sandbox(workers=1, limits=LIMITS, namespaces=False)
+    assert sandbox.run("print(1)").ok
+    [first] = sandbox._all
+    crashed = first.host_tmp_root
+    assert crashed is not None and os.path.isdir(crashed)
+    os.kill(first.proc.pid, signal.SIGKILL)  # it cannot clean up after itself
+    results = [sandbox.run("print(2)") for _ in range(2)]  # one meets the death
+    assert results[-1].stdout == "2\n"
+    assert not os.path.exists(crashed)
+    [second] = sandbox._all
+    assert second.host_tmp_root is not None and second.host_tmp_root != crashed
+    sandbox.close()
+    assert not os.path.exists(second.host_tmp_root)

@@ -154,3 +154,24 @@ def test_a_forked_caller_gets_its_own_workers() -> None:
         assert os.read(read, 2) == b"ok"
         os.close(read)
         assert sandbox.run("print(3)").stdout == "3\n"  # the parent's zygote still works
+
+
+def test_per_call_limits_below_and_above_the_pools() -> None:
+    # Children are prepared with the pool's rlimits before their job arrives: a job with
+    # lower limits lowers them, one with higher limits gets a child prepared for it.
+    pool_limits = SandboxLimits(wall_seconds=5.0, cpu_seconds=5.0, memory_mb=64)
+    hog = "x = bytearray(150 * 1024 * 1024)\nprint('allocated')"
+    with Sandbox(workers=1, limits=pool_limits) as sandbox:
+        assert sandbox.run(hog).status == "memory"
+        higher = sandbox.run(hog, limits=SandboxLimits(memory_mb=400))
+        assert higher.status == "ok" and higher.stdout == "allocated\n"
+        assert sandbox.run(hog).status == "memory"  # the next child has the pool's limits
+        lower = SandboxLimits(wall_seconds=5.0, cpu_seconds=1.0, memory_mb=64)
+        start = time.monotonic()
+        spin = sandbox.run("while True:\n    pass\n", limits=lower)
+        assert spin.status == "timeout" and "CPU" in spin.reason
+        assert time.monotonic() - start < 3.0
+        assert sandbox.run("print(sum(range(4)))", stdin="x" * 100_000).stdout == "6\n"
+        echo = "import sys\nprint(len(sys.stdin.read()))"
+        assert sandbox.run(echo, stdin="y" * 100_000).stdout == "100000\n"
+        assert sandbox.stats.restarts == 0

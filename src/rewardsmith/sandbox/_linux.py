@@ -29,6 +29,7 @@ MS_PRIVATE = 1 << 18
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NAME = 15
 
 _libc: ctypes.CDLL | None = None
 
@@ -99,3 +100,8 @@ def map_user_to_root(uid: int, gid: int) -> None:
         f.write(f"0 {uid} 1")
     with open("/proc/self/gid_map", "w") as f:
         f.write(f"0 {gid} 1")
+
+
+def set_process_name(name: bytes) -> None:
+    """The calling thread's name (`comm`, 15 bytes at most), as `ps` and /proc show it."""
+    libc().prctl(ctypes.c_int(PR_SET_NAME), ctypes.c_char_p(name[:15]), 0, 0, 0)

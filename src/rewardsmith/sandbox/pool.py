@@ -19,6 +19,7 @@ import os
 import queue
 import secrets
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -38,6 +39,11 @@ EXEC_STATUSES: tuple[ExecStatus, ...] = ("ok", "failed", "timeout", "memory", "k
 REPLY_GRACE_SECONDS = 3.0
 # A zygote pre-imports modules and enters namespaces; a slow machine may need seconds.
 STARTUP_TIMEOUT_SECONDS = 30.0
+# How long `close` lets idle zygotes exit by themselves (removing their folders) before
+# killing them.
+CLOSE_GRACE_SECONDS = 1.0
+# Where zygotes make their run folders (`worker.Zygote`).
+ZYGOTE_TMP_PREFIX = "/tmp/rewardsmith-zygote-"
 # Sandbox source is capped so a runaway caller cannot push gigabytes through the pipe.
 MAX_SOURCE_CHARS = 2_000_000
 
@@ -107,10 +113,13 @@ def _error(reason: str, duration: float = 0.0) -> ExecutionResult:
 class _Worker:
     """One zygote process and its pipes."""
 
-    def __init__(self, disk_mb: int, preload: Sequence[str], namespaces: bool = True) -> None:
+    def __init__(
+        self, limits: SandboxLimits, preload: Sequence[str], namespaces: bool = True
+    ) -> None:
         config = {
             "parent_pid": os.getpid(),
-            "disk_mb": disk_mb,
+            "disk_mb": limits.disk_mb,
+            "limits": limits.to_job(),
             "preload": list(preload),
             "namespaces": namespaces,
         }
@@ -130,6 +139,7 @@ class _Worker:
             start_new_session=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.host_tmp_root: str | None = None
         self.wfd = self.proc.stdin.fileno()
         self.rfd = self.proc.stdout.fileno()
         hello = self._read(time.monotonic() + STARTUP_TIMEOUT_SECONDS)
@@ -137,6 +147,14 @@ class _Worker:
             self.kill()
             raise RuntimeError("sandbox worker did not start")
         self.isolation: dict[str, Any] = hello["isolation"]
+        # Outside a private /tmp the zygote's run folders are on the host: removed by `kill`
+        # if the zygote cannot remove them itself.
+        tmp_root = str(hello.get("tmp_root", ""))
+        self.host_tmp_root = (
+            tmp_root
+            if not self.isolation.get("private_tmp") and tmp_root.startswith(ZYGOTE_TMP_PREFIX)
+            else None
+        )
 
     def request(self, job: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
         """Send a job, wait for the answer; None if the worker died or overran."""
@@ -181,8 +199,17 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def kill(self) -> None:
-        """Kill the zygote; its PID namespace, and every process in it, goes with it."""
+    def hang_up(self) -> None:
+        """Close our end of the job pipe: an idle zygote cleans up and exits."""
+        with contextlib.suppress(Exception):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+
+    def kill(self, grace: float = 0.0) -> None:
+        """Kill the zygote (after `grace` seconds to exit by itself); its PID namespace, and
+        every process in it, goes with it."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            if grace > 0:
+                self.proc.wait(timeout=grace)
         with contextlib.suppress(OSError):
             self.proc.kill()
         with contextlib.suppress(Exception):
@@ -190,6 +217,8 @@ class _Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(Exception):
                 stream.close()  # type: ignore[union-attr]
+        if self.host_tmp_root is not None:
+            shutil.rmtree(self.host_tmp_root, ignore_errors=True)
 
 
 @dataclass
@@ -280,7 +309,10 @@ class Sandbox:
             if os.getpid() != self._owner_pid:
                 workers = []  # a forked copy: the zygotes are the parent's to close
         for worker in workers:
-            worker.kill()
+            worker.hang_up()
+        deadline = time.monotonic() + CLOSE_GRACE_SECONDS
+        for worker in workers:
+            worker.kill(grace=max(0.0, deadline - time.monotonic()))
         self._idle.put(None)  # wake any caller waiting for a worker
         if self._executor is not None:
             self._executor.shutdown(wait=False)
@@ -355,7 +387,7 @@ class Sandbox:
         if worker is not None:
             self._forget(worker)
         try:
-            worker = _Worker(self.limits.disk_mb, self.preload, self.namespaces)
+            worker = _Worker(self.limits, self.preload, self.namespaces)
         except BaseException:
             self._idle.put(None)  # keep the slot, so the pool never shrinks to a deadlock
             raise

@@ -3,18 +3,17 @@
 Started by `rewardsmith.sandbox.pool` (`python -s -c BOOTSTRAP`, which imports this module
 without the rest of rewardsmith, and calls `main`). At start it isolates itself once
 (`rewardsmith.sandbox.isolation`: PID, network, mount and IPC namespaces, private /tmp, a
-fresh /proc; children inherit all of it), pre-imports the modules tests use, and waits for
-jobs on a pipe (length-prefixed JSON; never pickle, so a compromised zygote cannot run code
-in the caller).
+fresh /proc; children inherit all of it) and pre-imports the modules tests use.
 
-Each run gets a child forked in advance, while the zygote was idle, that has already warmed
-its pages. On a job the child sets rlimits, drops to the run's uid (as root), enters an
-empty working directory and hands over to `rewardsmith.sandbox.harness`. The zygote enforces
-the wall-clock deadline, clips output, answers as soon as the harness reports its exit,
-then kills every process of the run (as PID 1: `kill(-1)`; otherwise, as a child subreaper,
-its whole process tree), reaps, removes the directory, wipes the private /tmp and forks the
-next child. Nothing in this process ever runs untrusted code, and no run inherits anything
-from an earlier one (a fresh fork, a fresh directory).
+Each run gets a child forked in advance, while the zygote was idle (`child.py`): it warms
+its pages, sets the pool's rlimits, drops to the run's uid (as root), enters an empty
+working directory and only then waits for a job, reading it straight from the caller's
+pipe (length-prefixed JSON; never pickle). It tells the zygote when it starts; the zygote
+enforces the wall-clock deadline, clips output, answers the caller as soon as the harness
+reports its exit, then kills every process of the run (as PID 1: `kill(-1)`; otherwise, as
+a child subreaper, its whole process tree), reaps, removes the directory, wipes the private
+/tmp and forks the next child. Nothing in this process ever runs untrusted code, and no run
+inherits anything from an earlier one (a fresh fork, a fresh directory).
 """
 
 from __future__ import annotations
@@ -27,13 +26,13 @@ import resource
 import select
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import time
 from typing import Any
 
-from rewardsmith.sandbox import _linux, harness
+from rewardsmith.sandbox import _linux
+from rewardsmith.sandbox.child import recv, run_child, send
 from rewardsmith.sandbox.isolation import PRIVATE_TMP_DIRS, become_init, isolate
 
 # Modules HumanEval/MBPP-style tests and typical solutions import, loaded once in the zygote
@@ -68,118 +67,11 @@ SANDBOX_UID_BASE = 1_900_000_000
 # Without a PID namespace, leftover processes are killed in up to this many sweeps.
 KILL_ROUNDS = 20
 PR_SET_CHILD_SUBREAPER = 36
-# The result pipe is moved to a random descriptor at or above this number.
-RESULT_FD_MIN = 200
 READ_CHUNK = 65536
-# Stdin up to this size goes through a pipe (its buffer holds 64 KiB), larger through a file.
-PIPE_STDIN_BYTES = 60_000
+# The zygote's folder for run directories: /tmp/rewardsmith-zygote-XXXX.
+TMP_PREFIX = "rewardsmith-zygote-"
 # The environment every child sees: nothing of the caller's (API keys, tokens, paths).
 CHILD_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
-
-_HEADER = struct.Struct("!Q")
-
-
-def _send(fd: int, obj: Any) -> None:
-    data = json.dumps(obj).encode()
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _recv(fd: int) -> Any:
-    header = _read_exact(fd, _HEADER.size)
-    if header is None:
-        return None
-    body = _read_exact(fd, _HEADER.unpack(header)[0])
-    return None if body is None else json.loads(body)
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    parts, got = [], 0
-    while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-# -- one run --------------------------------------------------------------------------------
-
-
-def _vm_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
-# A small program each pre-forked child compiles and runs while it waits for a job: it
-# touches the pages that compiling and running typical test code touch (copy-on-write
-# faults, ~1 ms in a VM), so the run itself does not wait for them.
-_WARM_UP_SOURCE = """
-from typing import Dict, List
-
-
-def _warm(xs: List[int], names: Dict[str, float]) -> List[str]:
-    seen = sorted({x * 2 for x in xs if x % 3}, reverse=True)[:5]
-    words = [f"{k}={v:.2f}" for k, v in names.items()] + [str(abs(x)) for x in seen]
-    while len(words) > 3:
-        words.pop()
-    return words
-
-
-assert _warm(list(range(-20, 20)), {"a": 1.5, "b": -2.0}) == ["a=1.50", "b=-2.00", "38"]
-assert "x,y".split(",") == ["x", "y"] and max((1, 2), key=lambda v: -v) == 1
-"""
-
-
-def _child(fds: dict[str, int], workdir: str, uid: int | None) -> None:
-    """A pre-forked child: wait for a job, confine ourselves, run the harness. Never returns."""
-    try:
-        os.setsid()
-        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
-        os.dup2(fds["stdin"], 0)
-        os.dup2(fds["out"], 1)
-        os.dup2(fds["err"], 2)
-        result_fd = RESULT_FD_MIN + int.from_bytes(os.urandom(2), "big") % 600
-        os.dup2(fds["res"], result_fd)
-        ctrl_fd = os.dup2(fds["ctrl"], result_fd + 1)
-        os.closerange(3, result_fd)
-        os.closerange(ctrl_fd + 1, 65536)
-        exec(compile(_WARM_UP_SOURCE, "<warm-up>", "exec"), {"__name__": "warm_up"})
-        job = _recv(ctrl_fd)
-        os.close(ctrl_fd)
-        if job is None:
-            os._exit(0)
-        if job.get("stdin_path"):
-            stdin = os.open(job["stdin_path"], os.O_RDONLY)
-            os.dup2(stdin, 0)
-            os.close(stdin)
-        limits = job["limits"]
-        os.chdir(workdir)
-        cpu = max(1, int(limits["cpu_seconds"] + 0.999))
-        for res, value in (
-            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-            (resource.RLIMIT_AS, (_vm_bytes() + (limits["memory_mb"] << 20),) * 2),
-            (resource.RLIMIT_FSIZE, (limits["file_size_mb"] << 20,) * 2),
-            (resource.RLIMIT_NOFILE, (limits["open_files"],) * 2),
-            (resource.RLIMIT_NPROC, (limits["processes"],) * 2),
-            (resource.RLIMIT_CORE, (0, 0)),
-        ):
-            resource.setrlimit(res, value)
-        if uid is not None:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-        os.environ["HOME"] = workdir  # the rest was set once in the zygote
-        sys.argv = ["sandbox"]
-        # sys.stdin/stdout/stderr are the zygote's own objects on fds 0-2, never used there, so
-        # their buffers are empty: reusing them saves building new ones on every run.
-        harness.run(job, result_fd)
-    except BaseException:
-        pass
-    os._exit(120)
 
 
 def _descendants(root: int, keep: set[int]) -> list[int]:
@@ -206,11 +98,13 @@ def _descendants(root: int, keep: set[int]) -> list[int]:
 
 
 class _Pending:
-    """A pre-forked child waiting for its job, and the parent's ends of its pipes."""
+    """A pre-forked child waiting for its job, and the zygote's ends of its pipes."""
 
-    def __init__(self, pid: int, workdir: str, fds: dict[str, int]) -> None:
+    def __init__(self, pid: int, workdir: str, fds: dict[str, int], from_caller: bool) -> None:
         self.pid, self.workdir, self.fds = pid, workdir, fds
         self.pidfd = os.pidfd_open(pid)
+        self.from_caller = from_caller  # its job comes on the caller's pipe (not a private one)
+        self.ready = False  # it said it is prepared and waiting for its job
         self.waited = False  # True once the run's exit status was collected
 
 
@@ -256,74 +150,127 @@ class _Capture:
 
 
 class Zygote:
-    def __init__(self, info: dict[str, Any]) -> None:
+    """Forks, prepares and supervises one child per run; replies on behalf of each run."""
+
+    def __init__(self, info: dict[str, Any], job_fd: int, limits: dict[str, Any]) -> None:
         self.info = info
+        self.job_fd = job_fd  # the caller's pipe: prepared children read their job from it
+        self.limits = limits  # what every prepared child's rlimits are set to
         self.pid1 = bool(info["pid_ns"])
         self.uid = SANDBOX_UID_BASE + int(info["host_pid"]) if info["drop_uid"] else None
-        self.tmp_root = tempfile.mkdtemp(prefix="rewardsmith-zygote-", dir="/tmp")
+        self.tmp_root = tempfile.mkdtemp(prefix=TMP_PREFIX, dir="/tmp")
         os.chmod(self.tmp_root, 0o711)
         self.pending: _Pending | None = None
         self.current: _Pending | None = None
+        # The exit of the prepared child when `_reap` collected it (it ran a job meanwhile).
+        self.pending_exit: tuple[int, int, resource.struct_rusage] | None = None
 
     # -- the run ----------------------------------------------------------------------------
 
     def prefork(self) -> None:
-        """Fork the next run's child now, while idle, so a job does not wait for the fork."""
-        if self.pending is not None:
-            return
+        """Fork the next run's child now, while idle: it prepares itself and then waits for
+        its job on the caller's pipe, so a job does not wait for the fork or the set-up."""
+        if self.pending is None:
+            self.pending = self._fork(self.limits, self.job_fd)
+
+    def _fork(self, limits: dict[str, Any], job_fd: int) -> _Pending:
         workdir = tempfile.mkdtemp(prefix="run-", dir=self.tmp_root)
         if self.uid is not None:
             os.chown(workdir, self.uid, self.uid)
         os.chmod(workdir, 0o700)
-        pipes = {name: os.pipe() for name in ("stdin", "out", "err", "res", "ctrl")}
+        pipes = {name: os.pipe() for name in ("ctrl", "out", "err", "res")}
         pid = os.fork()
         if pid == 0:
-            child_ends = {
-                "stdin": pipes["stdin"][0],
-                "ctrl": pipes["ctrl"][0],
-                **{name: pipes[name][1] for name in ("out", "err", "res")},
-            }
-            _child(child_ends, workdir, self.uid)
-        mine = {
-            "stdin": pipes["stdin"][1],
-            "ctrl": pipes["ctrl"][1],
-            **{name: pipes[name][0] for name in ("out", "err", "res")},
-        }
-        os.close(pipes["stdin"][0])
-        os.close(pipes["ctrl"][0])
-        for name in ("out", "err", "res"):
+            child_ends = {name: pipes[name][1] for name in pipes}
+            run_child({**child_ends, "job": job_fd}, workdir, self.uid, limits)
+        mine = {name: pipes[name][0] for name in pipes}
+        for name in pipes:
             os.close(pipes[name][1])
-        self.pending = _Pending(pid, workdir, mine)
+        return _Pending(pid, workdir, mine, from_caller=job_fd == self.job_fd)
 
-    def run(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Hand the job to the waiting child and supervise it; returns the reply.
+    def serve(self) -> dict[str, Any] | None:
+        """Supervise the next run: the prepared child takes the caller's next job, we enforce
+        its limits and return the reply. None: the caller closed its pipe (we are done).
 
         When the harness reports its exit code (its last record), the reply goes out at once
         and the child's teardown, reaping and clean-up happen in `finish`, before the next
-        job is read; otherwise (a crash, a signal, a timeout) we wait for the exit here.
+        job; otherwise (a crash, a signal, a timeout) we wait for the exit here.
         """
-        self.prefork()
+        try:
+            self.prefork()
+        except OSError as exc:  # cannot fork (the host is out of processes or memory)
+            if recv(self.job_fd) is None:
+                return None
+            return {"status": "error", "reason": f"the sandbox could not fork a run: {exc}"}
         run, self.pending = self.pending, None
         assert run is not None
         self.current = run
-        limits = job["limits"]
-        start = time.monotonic()
-        data = (job.get("stdin") or "").encode()
-        stdin_path = None
-        if len(data) > PIPE_STDIN_BYTES:
-            stdin_path = os.path.join(self.tmp_root, "stdin")
-            with open(stdin_path, "wb") as f:
-                f.write(data)
-            job = {**job, "stdin_path": stdin_path, "stdin": None}
-            data = b""
-        try:
-            _send(run.fds["ctrl"], job)
-            if data:
-                os.write(run.fds["stdin"], data)
-        except OSError:
-            pass  # the child died while waiting; its exit status tells what happened
-        for name in ("ctrl", "stdin"):
-            os.close(run.fds[name])
+        while True:
+            message = self._next_message(run)
+            if message is None:
+                return self._lost(run)
+            if message.get("eof"):
+                return None
+            if "respawn" not in message:
+                break
+            # The job needs higher limits than the prepared child has: a child prepared for
+            # exactly those, its job on a private pipe.
+            job = message["respawn"]
+            self._retire(run)
+            read_end, write_end = os.pipe()
+            run = self._fork(job["limits"], read_end)
+            self.current = run
+            os.close(read_end)
+            with contextlib.suppress(OSError):
+                send(write_end, job)  # it dies unprepared: `_lost` says so
+            os.close(write_end)
+        os.close(run.fds.pop("ctrl"))
+        return self._supervise(run, message)
+
+    def _next_message(self, run: _Pending) -> dict[str, Any] | None:
+        """The child's next message other than `ready`; None if it died first."""
+        while True:
+            ready, _, _ = select.select([run.fds["ctrl"], run.pidfd], [], [])
+            if run.fds["ctrl"] in ready:
+                message = recv(run.fds["ctrl"])
+                if isinstance(message, dict) and message.get("ready"):
+                    run.ready = True
+                    continue
+                if isinstance(message, dict):
+                    return message
+            return None
+
+    def _lost(self, run: _Pending) -> dict[str, Any] | None:
+        """The child died without starting a job. Unprepared (it never said ready): the job,
+        if from the caller, is still unread, so read it and answer with an error. Prepared:
+        it may have read part of the job, so the caller's pipe cannot be trusted: exit (the
+        pool sees the worker die and replaces it)."""
+        status, _ = self._wait(run)
+        if run.ready and run.from_caller:
+            self._retire(run)
+            shutil.rmtree(self.tmp_root, ignore_errors=True)
+            os._exit(3)
+        if run.from_caller and recv(self.job_fd) is None:
+            return None
+        return {
+            "status": "error",
+            "reason": f"the sandbox could not prepare a run (wait status {status})",
+        }
+
+    def _retire(self, run: _Pending) -> None:
+        """A child that ran no job: wait for it, close its pipes, remove its directory."""
+        with contextlib.suppress(ChildProcessError):
+            if not run.waited:
+                self._wait(run)
+        for fd in (*run.fds.values(), run.pidfd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        run.fds = {}
+        shutil.rmtree(run.workdir, ignore_errors=True)
+
+    def _supervise(self, run: _Pending, started: dict[str, Any]) -> dict[str, Any]:
+        limits = started["limits"]
+        start = min(float(started.get("start", 0.0)) or time.monotonic(), time.monotonic())
         out_limit = int(limits["output_bytes"])
         captures = {
             "out": _Capture(run.fds["out"], out_limit),
@@ -332,7 +279,7 @@ class Zygote:
         }
         for cap in captures.values():
             os.set_blocking(cap.fd, False)
-        exit_marker = f"{job.get('nonce', '')} exit ".encode()
+        exit_marker = f"{started.get('nonce', '')} exit ".encode()
         deadline = start + float(limits["wall_seconds"])
         timed_out = False
         reported_exit: int | None = None
@@ -357,8 +304,7 @@ class Zygote:
         status: int | None = None
         cpu_used = 0.0
         if reported_exit is None or timed_out:
-            _, status, rusage = os.wait4(run.pid, 0)
-            run.waited = True
+            status, rusage = self._wait(run)
             cpu_used = rusage.ru_utime + rusage.ru_stime
             reported_exit = None
         for cap in list(open_fds.values()):
@@ -367,9 +313,7 @@ class Zygote:
                     break
         for cap in captures.values():
             os.close(cap.fd)
-        if stdin_path:
-            with contextlib.suppress(OSError):
-                os.unlink(stdin_path)
+        run.fds = {}
         duration = time.monotonic() - start
         if status is None:
             assert reported_exit is not None
@@ -379,15 +323,15 @@ class Zygote:
     def finish(self) -> None:
         """After the reply: reap the run, remove its directory, fork the next child."""
         run, self.current = self.current, None
-        # Fork the next child first: the old one's teardown (it was killed before the reply)
-        # runs on another core meanwhile.
-        self.prefork()
         if run is not None:
             if not run.waited:
                 with contextlib.suppress(ChildProcessError):
-                    os.waitpid(run.pid, 0)
+                    self._wait(run)
             os.close(run.pidfd)
             self._clean(run.workdir)
+        # Only now: the next child takes its job from the caller's pipe as soon as it is
+        # ready, so the private /tmp must already be clean for it.
+        self.prefork()
         self._reap()
 
     def _result(
@@ -478,16 +422,28 @@ class Zygote:
         os.waitpid(helper, 0)
 
     def _reap(self) -> None:
-        """Collect exited processes (ours, and orphans when we are PID 1) without blocking:
-        the waiting child is alive, and killed leftovers may still be dying (their zombies
-        are collected after the next run)."""
+        """Collect exited processes (ours, and orphans when we are PID 1) without blocking;
+        killed leftovers may still be dying (their zombies are collected after the next run).
+        The prepared child may already have taken a job and exited: its status is kept for
+        `_wait`."""
         while True:
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
+                pid, status, rusage = os.wait3(os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
+            if self.pending is not None and pid == self.pending.pid:
+                self.pending_exit = (pid, status, rusage)
+
+    def _wait(self, run: _Pending) -> tuple[int, resource.struct_rusage]:
+        """Wait for a run's child to exit: its wait status and resource usage."""
+        run.waited = True
+        if self.pending_exit is not None and self.pending_exit[0] == run.pid:
+            (_, status, rusage), self.pending_exit = self.pending_exit, None
+            return status, rusage
+        _, status, rusage = os.wait4(run.pid, 0)
+        return status, rusage
 
     def _clean(self, workdir: str) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -532,7 +488,8 @@ def main() -> None:
             info["subreaper"] = True
         except OSError:
             info["subreaper"] = False
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # A write to a child that died gives EPIPE, never kills the zygote (children reset it).
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     # Inherited by every child: no setuid/setcap binary can give a run new privileges.
     # (It does not stop the zygote's own setuid() calls, only gains through execve.)
     try:
@@ -553,19 +510,22 @@ def main() -> None:
 
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
-    zygote = Zygote(info)
+    zygote = Zygote(info, proto_in, dict(config["limits"]))
     zygote.prefork()
-    _send(proto_out, {"ready": True, "isolation": info})
+    send(proto_out, {"ready": True, "isolation": info, "tmp_root": zygote.tmp_root})
     while True:
-        job = _recv(proto_in)
-        if job is None:  # the caller closed the pipe or died
+        try:
+            reply = zygote.serve()
+        except Exception as exc:
+            reply = {"status": "error", "reason": f"zygote: {type(exc).__name__}: {exc}"}
+        if reply is None:  # the caller closed the pipe or died
             shutil.rmtree(zygote.tmp_root, ignore_errors=True)
             os._exit(0)
         try:
-            reply = zygote.run(job)
-        except Exception as exc:
-            reply = {"status": "error", "reason": f"zygote: {type(exc).__name__}: {exc}"}
-        _send(proto_out, reply)
+            send(proto_out, reply)
+        except OSError:
+            shutil.rmtree(zygote.tmp_root, ignore_errors=True)
+            os._exit(0)
         zygote.finish()
 
 

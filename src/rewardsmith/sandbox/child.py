@@ -1,0 +1,198 @@
+"""A run's process: forked by the zygote in advance, confined, then handed one job.
+
+The zygote (`rewardsmith.sandbox.worker`) forks the next run's child while it is idle. The
+child does everything that does not depend on the job *before* the job exists: it enters
+its own session, moves its pipes into place, warms its pages, enters its empty working
+directory, sets the pool's rlimits and drops to the run's uid (as root). Then it waits for
+the job on the caller's own pipe, so a job goes from the caller straight to the process that
+runs it, and tells the zygote it has started (the zygote starts the wall-clock deadline and
+supervises). A job whose limits are lower than the prepared ones lowers them; a job that
+needs higher limits goes back to the zygote, which forks a child prepared for exactly those
+limits and passes the job on (the slow path of per-call limit overrides).
+
+Messages on the pipes are length-prefixed JSON (never pickle, so a compromised process
+cannot run code in the one reading it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import struct
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from rewardsmith.sandbox import _linux, harness
+
+# The result pipe is moved to a random descriptor at or above this number.
+RESULT_FD_MIN = 200
+# Stdin up to this size goes through a pipe (its buffer holds 64 KiB), larger through a file.
+PIPE_STDIN_BYTES = 60_000
+# Process names (`comm`): a prepared child waiting for its job, and a run (inherited by
+# every process the run starts, until it execs another program).
+READY_NAME = b"rs-ready"
+RUN_NAME = b"rs-run"
+# The limits that are rlimits (the rest, wall time and output sizes, the zygote enforces).
+RLIMIT_FIELDS = ("cpu_seconds", "memory_mb", "file_size_mb", "open_files", "processes")
+
+_HEADER = struct.Struct("!Q")
+
+
+def send(fd: int, obj: Any) -> None:
+    """Write one length-prefixed JSON message."""
+    data = json.dumps(obj).encode()
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def recv(fd: int) -> Any:
+    """Read one length-prefixed JSON message; None at end of file."""
+    header = _read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    body = _read_exact(fd, _HEADER.unpack(header)[0])
+    return None if body is None else json.loads(body)
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    parts, got = [], 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any]) -> bool:
+    """Whether a child prepared with `prepared` rlimits can run a job (it can only lower)."""
+    return all(job_limits[name] <= prepared[name] for name in RLIMIT_FIELDS)
+
+
+# A small program each pre-forked child compiles and runs while it waits for a job: it
+# touches the pages that compiling and running typical test code touch (copy-on-write
+# faults, ~1 ms in a VM), so the run itself does not wait for them.
+_WARM_UP_SOURCE = """
+from typing import Dict, List
+
+
+def _warm(xs: List[int], names: Dict[str, float]) -> List[str]:
+    seen = sorted({x * 2 for x in xs if x % 3}, reverse=True)[:5]
+    words = [f"{k}={v:.2f}" for k, v in names.items()] + [str(abs(x)) for x in seen]
+    while len(words) > 3:
+        words.pop()
+    return words
+
+
+assert _warm(list(range(-20, 20)), {"a": 1.5, "b": -2.0}) == ["a=1.50", "b=-2.00", "38"]
+assert "x,y".split(",") == ["x", "y"] and max((1, 2), key=lambda v: -v) == 1
+"""
+
+
+def _vm_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _set_rlimits(limits: Mapping[str, Any], base_vm: int) -> None:
+    """Set every rlimit of the run; soft = hard, so the program cannot raise them."""
+    cpu = max(1, int(limits["cpu_seconds"] + 0.999))
+    for res, value in (
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (base_vm + (int(limits["memory_mb"]) << 20),) * 2),
+        (resource.RLIMIT_FSIZE, (int(limits["file_size_mb"]) << 20,) * 2),
+        (resource.RLIMIT_NOFILE, (int(limits["open_files"]),) * 2),
+        (resource.RLIMIT_NPROC, (int(limits["processes"]),) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ):
+        resource.setrlimit(res, value)
+
+
+def _attach_stdin(data: str | None) -> None:
+    """Give the program its stdin: a pipe already holding the data, or a removed file."""
+    raw = (data or "").encode()
+    if len(raw) <= PIPE_STDIN_BYTES:
+        read_end, write_end = os.pipe()
+        if raw:
+            os.write(write_end, raw)
+        os.close(write_end)
+    else:
+        path = "stdin"  # in the run's own working directory, removed at once
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too big for the file-size limit: an error
+        try:
+            with open(path, "wb") as f:
+                f.write(raw)
+        finally:
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        read_end = os.open(path, os.O_RDONLY)
+        os.unlink(path)
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+
+def run_child(
+    fds: dict[str, int],
+    workdir: str,
+    uid: int | None,
+    limits: Mapping[str, Any],
+) -> None:
+    """The pre-forked child: prepare, wait for the job on `fds["job"]`, run it. Never returns.
+
+    `fds`: `job` (where the job arrives), `ctrl` (messages to the zygote), `out`, `err`,
+    `res` (the program's stdout, stderr and the harness's result records).
+    """
+    try:
+        _linux.set_process_name(READY_NAME)
+        os.setsid()
+        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        os.dup2(fds["out"], 1)
+        os.dup2(fds["err"], 2)
+        result_fd = RESULT_FD_MIN + int.from_bytes(os.urandom(2), "big") % 600
+        os.dup2(fds["res"], result_fd)
+        ctrl_fd = os.dup2(fds["ctrl"], result_fd + 1)
+        job_fd = os.dup2(fds["job"], result_fd + 2)
+        os.closerange(3, result_fd)
+        os.closerange(job_fd + 1, 65536)
+        exec(compile(_WARM_UP_SOURCE, "<warm-up>", "exec"), {"__name__": "warm_up"})
+        os.chdir(workdir)
+        base_vm = _vm_bytes()
+        _set_rlimits(limits, base_vm)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        os.environ["HOME"] = workdir  # the rest was set once in the zygote
+        sys.argv = ["sandbox"]
+        send(ctrl_fd, {"ready": True})
+        job = recv(job_fd)
+        _linux.set_process_name(RUN_NAME)
+        os.close(job_fd)
+        if job is None:  # the caller closed its pipe: the zygote ends too
+            send(ctrl_fd, {"eof": True})
+            os._exit(0)
+        job_limits = job["limits"]
+        if not fits(job_limits, limits):
+            send(ctrl_fd, {"respawn": job})
+            os._exit(0)
+        if any(job_limits[name] != limits[name] for name in RLIMIT_FIELDS):
+            _set_rlimits(job_limits, base_vm)
+        send(ctrl_fd, {"start": time.monotonic(), "limits": job_limits, "nonce": job["nonce"]})
+        os.close(ctrl_fd)
+        try:
+            _attach_stdin(job.get("stdin"))
+        except OSError as exc:
+            os.write(2, f"sandbox: cannot pass stdin to the program: {exc}\n".encode())
+            os._exit(1)
+        # sys.stdin/stdout/stderr are the zygote's own objects on fds 0-2, never used there, so
+        # their buffers are empty: reusing them saves building new ones on every run.
+        harness.run(job, result_fd)
+    except BaseException:
+        pass
+    os._exit(120)
