@@ -68,8 +68,8 @@ def test_testbed_build_is_cached_and_leaves_room_to_improve() -> None:
 
     path = build_testbed(TESTBED)
     record = json.loads((path / TESTBED_FILE).read_text())
-    # the format is learned; the arithmetic only partly (measured: 0.92 on 200 problems,
-    # above the 20-60% band the design aims for; see rl/policies.py)
+    # the format is learned; the arithmetic only partly (measured: 0.385 on 200 problems,
+    # inside the 20-60% band the design asks for; see rl/policies.py)
     assert record["eval"]["parseable"] >= 0.95 * record["eval"]["n"]
-    assert 0.2 <= record["eval"]["accuracy"]["value"] <= 0.97
+    assert 0.2 <= record["eval"]["accuracy"]["value"] <= 0.6
     assert build_testbed(TESTBED) == path  # second call: the cache
