@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from sandbox_helpers import GRACE, LIMITS, box, sandbox_processes  # noqa: F401
 
 from rewardsmith.sandbox import EXEC_STATUSES, Sandbox, SandboxLimits
+from rewardsmith.sandbox.child import READY_NAME
 
 
 def zygote_pid(pid: int) -> int:
@@ -175,3 +177,36 @@ def test_per_call_limits_below_and_above_the_pools() -> None:
         echo = "import sys\nprint(len(sys.stdin.read()))"
         assert sandbox.run(echo, stdin="y" * 100_000).stdout == "100000\n"
         assert sandbox.stats.restarts == 0
+
+
+def _prepared_child(zygote: int) -> int:
+    """The zygote's prepared child, once it is blocked reading its job (wchan)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with open(f"/proc/{zygote}/task/{zygote}/children") as f:
+            children = f.read().split()
+        for pid in children:
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/comm") as comm:
+                    if comm.read().strip() != READY_NAME.decode():
+                        continue
+                with open(f"/proc/{pid}/wchan") as wchan:
+                    if "pipe_read" in wchan.read():
+                        return int(pid)
+        time.sleep(0.01)
+    raise AssertionError("no prepared child blocked on its job pipe")
+
+
+def test_a_killed_prepared_child_costs_one_error_then_runs_go_on() -> None:
+    with Sandbox(workers=1, limits=LIMITS) as sandbox:
+        assert sandbox.run("print(1)").ok
+        [worker] = sandbox._all
+        child = _prepared_child(zygote_pid(worker.proc.pid))
+        os.kill(child, signal.SIGKILL)
+        # Killed while waiting for its job, it might have read part of one: the zygote
+        # cannot trust the pipe, so it exits and the pool replaces it. One error that says
+        # so; the next run works.
+        results = [sandbox.run(f"print({n})") for n in (2, 3)]
+        assert results[0].status == "error" and "died" in results[0].reason
+        assert results[1].stdout == "3\n"
+        assert sandbox.stats.restarts == 1
