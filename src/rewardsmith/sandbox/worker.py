@@ -34,6 +34,7 @@ from typing import Any
 from rewardsmith.sandbox import _linux
 from rewardsmith.sandbox.child import recv, run_child, send
 from rewardsmith.sandbox.isolation import PRIVATE_TMP_DIRS, become_init, isolate
+from rewardsmith.sandbox.outcome import Capture, reply
 
 # Modules HumanEval/MBPP-style tests and typical solutions import, loaded once in the zygote
 # so a run never pays for them. `Sandbox(preload=...)` adds more (numpy, ...).
@@ -67,7 +68,6 @@ SANDBOX_UID_BASE = 1_900_000_000
 # Without a PID namespace, leftover processes are killed in up to this many sweeps.
 KILL_ROUNDS = 20
 PR_SET_CHILD_SUBREAPER = 36
-READ_CHUNK = 65536
 # The zygote's folder for run directories: /tmp/rewardsmith-zygote-XXXX.
 TMP_PREFIX = "rewardsmith-zygote-"
 # The environment every child sees: nothing of the caller's (API keys, tokens, paths).
@@ -106,47 +106,6 @@ class _Pending:
         self.from_caller = from_caller  # its job comes on the caller's pipe (not a private one)
         self.ready = False  # it said it is prepared and waiting for its job
         self.waited = False  # True once the run's exit status was collected
-
-
-class _Capture:
-    """Reads a pipe, keeping at most `limit` bytes (the rest is read and dropped)."""
-
-    def __init__(self, fd: int, limit: int) -> None:
-        self.fd, self.limit = fd, limit
-        self.parts: list[bytes] = []
-        self.size = 0
-        self.dropped = 0
-
-    def read(self) -> bool:
-        """Read what is there; False at end of file."""
-        try:
-            chunk = os.read(self.fd, READ_CHUNK)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            return False
-        room = self.limit - self.size
-        if room > 0:
-            self.parts.append(chunk[:room])
-            self.size += min(room, len(chunk))
-        self.dropped += max(0, len(chunk) - max(room, 0))
-        return True
-
-    def text(self) -> str:
-        return b"".join(self.parts).decode("utf-8", "replace")
-
-    def exit_code(self, marker: bytes) -> int | None:
-        """The code in a final `NONCE exit CODE` record, once it has arrived."""
-        if not self.parts or not self.parts[-1].endswith(b"\n"):
-            return None
-        tail = self.parts[-1][-(len(marker) + 16) :]
-        at = tail.rfind(marker)
-        if at < 0:
-            return None
-        try:
-            return int(tail[at + len(marker) :].split()[0])
-        except (ValueError, IndexError):
-            return None
 
 
 class Zygote:
@@ -273,9 +232,9 @@ class Zygote:
         start = min(float(started.get("start", 0.0)) or time.monotonic(), time.monotonic())
         out_limit = int(limits["output_bytes"])
         captures = {
-            "out": _Capture(run.fds["out"], out_limit),
-            "err": _Capture(run.fds["err"], out_limit),
-            "res": _Capture(run.fds["res"], int(limits.get("channel_bytes", 1 << 20))),
+            "out": Capture(run.fds["out"], out_limit),
+            "err": Capture(run.fds["err"], out_limit),
+            "res": Capture(run.fds["res"], int(limits.get("channel_bytes", 1 << 20))),
         }
         for cap in captures.values():
             os.set_blocking(cap.fd, False)
@@ -318,7 +277,7 @@ class Zygote:
         if status is None:
             assert reported_exit is not None
             status = (reported_exit & 0xFF) << 8  # what waitpid would say for exit(code)
-        return self._result(status, timed_out, cpu_used, duration, captures, limits)
+        return reply(status, timed_out, cpu_used, duration, captures, limits)
 
     def finish(self) -> None:
         """After the reply: reap the run, remove its directory, fork the next child."""
@@ -333,54 +292,6 @@ class Zygote:
         # ready, so the private /tmp must already be clean for it.
         self.prefork()
         self._reap()
-
-    def _result(
-        self,
-        status: int,
-        timed_out: bool,
-        cpu_used: float,
-        duration: float,
-        captures: dict[str, _Capture],
-        limits: dict[str, Any],
-    ) -> dict[str, Any]:
-        channel = captures["res"].text()
-        stderr = captures["err"].text()
-        exit_code: int | None = None
-        sig: int | None = None
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-        else:
-            exit_code = os.WEXITSTATUS(status)
-        cpu_limit = max(1, int(limits["cpu_seconds"] + 0.999))
-        memory = " memory " in channel or stderr.rstrip().endswith("MemoryError")
-        if timed_out:
-            state, reason = "timeout", f"wall-clock limit of {limits['wall_seconds']} s"
-        elif sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= cpu_limit):
-            state, reason = "timeout", f"CPU time limit of {cpu_limit} s"
-        elif memory:
-            state, reason = "memory", f"memory limit of {limits['memory_mb']} MB"
-        elif sig is not None:
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
-            state = "killed"
-            reason = f"killed by {name}"
-            if sig == signal.SIGXFSZ:
-                reason += f" (file size limit of {limits['file_size_mb']} MB)"
-        elif exit_code == 0:
-            state, reason = "ok", ""
-        else:
-            state, reason = "failed", f"exit code {exit_code}"
-        return {
-            "status": state,
-            "exit_code": exit_code,
-            "signal": sig,
-            "stdout": captures["out"].text(),
-            "stderr": stderr,
-            "channel": channel,
-            "duration": duration,
-            "cpu_seconds": cpu_used,
-            "reason": reason,
-            "truncated": captures["out"].dropped > 0 or captures["err"].dropped > 0,
-        }
 
     def _kill_all(self, pid: int) -> None:
         with contextlib.suppress(OSError):
