@@ -52,6 +52,13 @@ def train_cmd(
     batch_size: Annotated[
         int, typer.Option("--batch-size", "-b", help="Documents per batch (B).")
     ] = 16,
+    similar_pool: Annotated[
+        int,
+        typer.Option(
+            help="Hard batches: group each batch from the most alike of this many pairs "
+            "(0: random batches)."
+        ),
+    ] = 0,
     negatives: Annotated[
         int | None, typer.Option(help="Negatives per prefix (default: all B-1).")
     ] = None,
@@ -66,16 +73,32 @@ def train_cmd(
         float | None, typer.Option(help="Stop and save after this many minutes.")
     ] = None,
     save_every: Annotated[int, typer.Option(help="Checkpoint every N steps.")] = 50,
-    split_mode: Annotated[str, typer.Option(help="random (mid-sentence) or sentence.")] = "random",
+    split_mode: Annotated[
+        str,
+        typer.Option(
+            help="random (mid-sentence), sentence, or boundary (at the first blank line: "
+            "problem / solution)."
+        ),
+    ] = "random",
     prefix_min: Annotated[int, typer.Option(help="Min prefix tokens.")] = 16,
     prefix_max: Annotated[int, typer.Option(help="Max prefix tokens.")] = 128,
     suffix_min: Annotated[int, typer.Option(help="Min suffix tokens.")] = 16,
     suffix_max: Annotated[int, typer.Option(help="Max suffix tokens.")] = 96,
+    suffix_side: Annotated[
+        str,
+        typer.Option(
+            help="boundary mode: keep the start or the end of a suffix longer than suffix-max."
+        ),
+    ] = "start",
     eval_prompt_tokens: Annotated[
         int | None, typer.Option(help="Prompt window when scoring (default: prefix-max).")
     ] = None,
     eval_completion_tokens: Annotated[
         int | None, typer.Option(help="Completion window when scoring (default: 384).")
+    ] = None,
+    eval_completion_side: Annotated[
+        str | None,
+        typer.Option(help="Read the start or the end of a completion (default: suffix-side)."),
     ] = None,
     seed: Annotated[
         int, typer.Option(help="Seed of the head init, the splits and the negatives.")
@@ -103,15 +126,28 @@ def train_cmd(
     from rewardsmith.rm.train import TrainConfig, train
 
     torch_threads(threads)
-    split = SplitConfig(prefix_min, prefix_max, suffix_min, suffix_max, split_mode, seed)  # type: ignore[arg-type]
+    split = SplitConfig(
+        prefix_min,
+        prefix_max,
+        suffix_min,
+        suffix_max,
+        split_mode,  # type: ignore[arg-type]  # checked by SplitConfig
+        seed,
+        suffix_side=suffix_side,  # type: ignore[arg-type]
+    )
     windows = None
-    if eval_prompt_tokens or eval_completion_tokens:
-        windows = Windows(eval_prompt_tokens or prefix_max, eval_completion_tokens or 384)
+    if eval_prompt_tokens or eval_completion_tokens or eval_completion_side:
+        windows = Windows(
+            eval_prompt_tokens or prefix_max,
+            eval_completion_tokens or max(suffix_max, 384),
+            eval_completion_side or suffix_side,  # type: ignore[arg-type]  # checked by Windows
+        )
     config = TrainConfig(
         backbone=backbone,
         encoder=encoder,  # type: ignore[arg-type]  # checked by TrainConfig
         split=split,
         batch_size=batch_size,
+        similar_pool=similar_pool,
         negatives=negatives,
         centering=centering,
         lr=lr,
@@ -179,6 +215,9 @@ def eval_cmd(
     completion_tokens: Annotated[
         int | None, typer.Option(help="Override the completion window.")
     ] = None,
+    completion_side: Annotated[
+        str | None, typer.Option(help="Override the side of a completion read: start or end.")
+    ] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda...")] = "auto",
     threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
     output: Annotated[
@@ -202,7 +241,9 @@ def eval_cmd(
     rbs = read_rbs_config(model)
     saved = Windows(**rbs.get("windows", {}))
     windows = Windows(
-        prompt_tokens or saved.prompt_max_tokens, completion_tokens or saved.completion_max_tokens
+        prompt_tokens or saved.prompt_max_tokens,
+        completion_tokens or saved.completion_max_tokens,
+        completion_side or saved.completion_side,  # type: ignore[arg-type]  # checked by Windows
     )
     columns: dict[str, dict[str, dict[str, float]]] = {}
     trained = load_scorer(model, device=device, windows=windows)

@@ -5,7 +5,10 @@ the text before is the *prefix* (the "prompt"), the text after is the *suffix* (
 "response"); suffixes of the other documents in a batch are the rejected responses. By
 default the split point breaks sentences, the paper's harder negatives: a rejected suffix
 then starts mid-sentence too, so "does it start a sentence" gives nothing away. `mode=
-"sentence"` splits only at sentence boundaries.
+"sentence"` splits only at sentence boundaries. `mode="boundary"` splits every document at
+its first blank line, for corpora of "problem\n\nsolution" documents: the pairs are then
+shaped like the (prompt, completion) pairs the model scores later, and `suffix_side="end"`
+keeps the last tokens of a long solution (where it concludes) instead of the first.
 
 Documents are streamed: text files (blank-line-separated documents, or one per file), JSONL
 (one or more fields joined), parquet (row batches), a Hugging Face `datasets` object or any
@@ -28,8 +31,12 @@ from typing import Any, Literal, Protocol
 
 from rewardsmith.errors import ConfigError, InputError
 
-SplitMode = Literal["random", "sentence"]
-SPLIT_MODES: tuple[SplitMode, ...] = ("random", "sentence")
+SplitMode = Literal["random", "sentence", "boundary"]
+SPLIT_MODES: tuple[SplitMode, ...] = ("random", "sentence", "boundary")
+SuffixSide = Literal["start", "end"]
+SUFFIX_SIDES: tuple[SuffixSide, ...] = ("start", "end")
+# What `mode="boundary"` splits at: the first blank line ("problem\n\nsolution").
+BOUNDARY = "\n\n"
 
 # A split needs word boundaries from the tokenizer's offsets; a megabyte "document" (a dump
 # without blank lines) would be tokenized whole for one pair, so longer ones are clipped.
@@ -53,6 +60,12 @@ class SplitConfig:
     A document needs at least `prefix_min + suffix_min` tokens; the prefix keeps at most
     `prefix_max` tokens before the split (the ones nearest to it), the suffix at most
     `suffix_max` after it, its length drawn uniformly from `[suffix_min, suffix_max]`.
+
+    `mode="boundary"` splits at the first blank line instead of a random point, and the
+    suffix is the whole rest, clipped to `suffix_max` tokens from its start or, with
+    `suffix_side="end"`, from its end (the way a completion window reads a response); the
+    prefix before the blank line and the rest after it need `prefix_min` and `suffix_min`
+    tokens, and a document without a blank line gives no pair.
     """
 
     prefix_min: int = 16
@@ -62,10 +75,20 @@ class SplitConfig:
     mode: SplitMode = "random"
     seed: int = 0
     shuffle_buffer: int = 2048
+    suffix_side: SuffixSide = "start"
 
     def __post_init__(self) -> None:
         if self.mode not in SPLIT_MODES:
             raise ConfigError(f"split mode must be one of {SPLIT_MODES}, got {self.mode!r}")
+        if self.suffix_side not in SUFFIX_SIDES:
+            raise ConfigError(
+                f"suffix side must be one of {SUFFIX_SIDES}, got {self.suffix_side!r}"
+            )
+        if self.suffix_side == "end" and self.mode != "boundary":
+            raise ConfigError(
+                "suffix_side='end' needs mode='boundary': a random split's suffix is the text "
+                "right after the split, so only its start exists"
+            )
         if not 1 <= self.prefix_min <= self.prefix_max:
             raise ConfigError("need 1 <= prefix_min <= prefix_max")
         if not 1 <= self.suffix_min <= self.suffix_max:
@@ -192,10 +215,43 @@ def iter_documents(
 # -- splitting -----------------------------------------------------------------------------
 
 
+def _word_start(offsets: list[tuple[int, int]], i: int, stop: int) -> int:
+    """The first token at or after `i` (before `stop`) that begins a word."""
+    while i < stop and i > 0 and offsets[i][0] <= offsets[i - 1][1]:
+        i += 1
+    return i
+
+
+def _split_at_boundary(
+    text: str, offsets: list[tuple[int, int]], config: SplitConfig
+) -> Pair | None:
+    """`mode="boundary"`: prefix before the first blank line, suffix after it (see SplitConfig)."""
+    cut = text.find(BOUNDARY)
+    if cut < 0:
+        return None
+    n = len(offsets)
+    t = next((i for i, (a, _) in enumerate(offsets) if a >= cut), n)
+    if t < config.prefix_min or n - t < config.suffix_min:
+        return None
+    start = _word_start(offsets, max(0, t - config.prefix_max), t - config.prefix_min)
+    if config.suffix_side == "start":
+        first, end = t, min(n, t + config.suffix_max)
+    else:
+        first, end = _word_start(offsets, max(t, n - config.suffix_max), n - 1), n
+    return Pair(
+        prefix=text[offsets[start][0] : offsets[t - 1][1]],
+        suffix=text[offsets[first][0] : offsets[end - 1][1]],
+        doc=zlib.crc32(text.encode("utf-8", "replace")),
+        prefix_tokens=t - start,
+        suffix_tokens=end - first,
+    )
+
+
 def split_document(
     text: str, tokenizer: Tokenizer, config: SplitConfig, rng: random.Random
 ) -> Pair | None:
-    """Split one document at a random word boundary (or sentence boundary); None if too short.
+    """Split one document at a random word boundary (or sentence boundary, or its first blank
+    line); None if too short.
 
     The pieces are sliced from the original text with the tokenizer's character offsets, so
     no detokenization artifacts reach the model.
@@ -203,6 +259,8 @@ def split_document(
     text = text[:MAX_DOC_CHARS]
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     offsets: list[tuple[int, int]] = enc["offset_mapping"]
+    if config.mode == "boundary":
+        return _split_at_boundary(text, offsets, config)
     n = len(offsets)
     if n < config.prefix_min + config.suffix_min:
         return None
@@ -216,11 +274,7 @@ def split_document(
     if not candidates:
         return None
     t = rng.choice(candidates)
-    start = max(0, t - config.prefix_max)
-    while (
-        start < t - config.prefix_min and start > 0 and offsets[start][0] <= offsets[start - 1][1]
-    ):
-        start += 1  # begin the prefix at a word start too
+    start = _word_start(offsets, max(0, t - config.prefix_max), t - config.prefix_min)
     length = rng.randint(config.suffix_min, min(config.suffix_max, n - t))
     end = t + length
     return Pair(
@@ -298,14 +352,27 @@ class PairStream:
             epoch += 1
 
 
-def batches(pairs: Iterable[Pair], batch_size: int) -> Iterator[list[Pair]]:
+def batches(pairs: Iterable[Pair], batch_size: int, similar_pool: int = 0) -> Iterator[list[Pair]]:
     """Group pairs into batches of `batch_size` distinct documents.
 
     Two pairs of one document in a batch would make its own text a "rejected" answer; the
     second is dropped (this happens across an epoch boundary and for duplicated documents).
+
+    `similar_pool=0` keeps the stream order (random batches). `similar_pool=P` (P > batch_size)
+    makes *hard* batches: from a pool of the next P pairs, the oldest pair is batched with the
+    `batch_size - 1` pairs whose prefixes share the most words with its own (Jaccard over
+    lowercase words and numbers), so the rejected suffixes answer similar problems and telling
+    them from the true one takes more than the topic. Deterministic given the stream.
     """
     if batch_size < 2:
         raise ConfigError("batch_size must be >= 2: the other pairs of a batch are the negatives")
+    if similar_pool:
+        if similar_pool <= batch_size:
+            raise ConfigError(
+                f"similar_pool must exceed batch_size ({batch_size}), got {similar_pool}"
+            )
+        yield from _similar_batches(pairs, batch_size, similar_pool)
+        return
     batch: list[Pair] = []
     docs: set[int] = set()
     for pair in pairs:
@@ -316,3 +383,54 @@ def batches(pairs: Iterable[Pair], batch_size: int) -> Iterator[list[Pair]]:
         if len(batch) == batch_size:
             yield batch
             batch, docs = [], set()
+
+
+_WORDS = re.compile(r"[a-z]{3,}|\d+")
+# Words too common in problem statements to say two problems are alike.
+_STOPWORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "the and for are was were has have had how many much what with that this from each will "
+        "does did she her his him they their them you your its who which there than then into "
+        "per one two all more less total",
+    )
+)
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORDS.findall(text.lower()) if w not in _STOPWORDS)
+
+
+def _similar_batches(
+    pairs: Iterable[Pair], batch_size: int, pool_size: int
+) -> Iterator[list[Pair]]:
+    pool: list[tuple[Pair, frozenset[str]]] = []
+    it = iter(pairs)
+    done = False
+    while True:
+        while not done and len(pool) < pool_size:
+            pair = next(it, None)
+            if pair is None:
+                done = True
+            else:
+                pool.append((pair, _word_set(pair.prefix)))
+        if len(pool) < batch_size:
+            return
+        anchor, words = pool[0]
+        sims = [len(words & w) / max(1, len(words | w)) for _, w in pool]
+        ranked = sorted(range(1, len(pool)), key=lambda i: -sims[i])  # stable: ties keep order
+        chosen, docs = [0], {anchor.doc}
+        for i in ranked:
+            if pool[i][0].doc not in docs:
+                chosen.append(i)
+                docs.add(pool[i][0].doc)
+                if len(chosen) == batch_size:
+                    break
+        if len(chosen) < batch_size and done:
+            return
+        if len(chosen) == batch_size:
+            yield [pool[i][0] for i in chosen]
+            taken = set(chosen)
+        else:  # duplicates of the anchor's document fill the pool: drop the anchor, go on
+            taken = {0}
+        pool = [item for i, item in enumerate(pool) if i not in taken]

@@ -11,7 +11,9 @@
 
 Both take text and apply the *windows* the model was trained with: a prompt keeps its last
 `prompt_max_tokens` tokens (the end is what the completion continues), a completion its
-first `completion_max_tokens`. The windows travel in `rbs_config.json` beside the weights.
+first `completion_max_tokens` (`completion_side="start"`, default) or its last ones
+(`"end"`: where a long worked solution concludes and states its answer). The windows travel
+in `rbs_config.json` beside the weights.
 """
 
 from __future__ import annotations
@@ -31,19 +33,32 @@ from rewardsmith.errors import ConfigError
 from rewardsmith.rm.backbones import resolve_backbone, set_offline
 
 EncoderKind = Literal["cross", "bi"]
+CompletionSide = Literal["start", "end"]
+COMPLETION_SIDES: tuple[CompletionSide, ...] = ("start", "end")
 RBS_CONFIG = "rbs_config.json"
 BI_HEAD = "bi_head.safetensors"
 # BERT-style backbones have 512 positions; longer ones are capped here anyway: reward-model
 # inputs beyond this are clipped by the windows and cost quadratic attention on CPU.
 MAX_SEQ_TOKENS = 512
+# [CLS] prompt [SEP] completion [SEP]: a pair costs three special tokens of the budget.
+PAIR_SPECIAL_TOKENS = 3
 
 
 @dataclass(frozen=True)
 class Windows:
-    """How much of a prompt (its end) and of a completion (its start) the model reads."""
+    """How much of a prompt (its end) and of a completion (its start, or its end) it reads."""
 
     prompt_max_tokens: int = 128
     completion_max_tokens: int = 384
+    completion_side: CompletionSide = "start"
+
+    def __post_init__(self) -> None:
+        if self.prompt_max_tokens < 1 or self.completion_max_tokens < 1:
+            raise ConfigError("window sizes must be >= 1 token")
+        if self.completion_side not in COMPLETION_SIDES:
+            raise ConfigError(
+                f"completion side must be one of {COMPLETION_SIDES}, got {self.completion_side!r}"
+            )
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -128,8 +143,11 @@ class Scorer(nn.Module):
     def clip_prompts(self, prompts: Sequence[str]) -> list[str]:
         return _clip(self.tokenizer, prompts, self.windows.prompt_max_tokens, keep="end")
 
-    def clip_completions(self, completions: Sequence[str]) -> list[str]:
-        return _clip(self.tokenizer, completions, self.windows.completion_max_tokens, keep="start")
+    def clip_completions(self, completions: Sequence[str], budget: int | None = None) -> list[str]:
+        limit = self.windows.completion_max_tokens
+        if budget is not None:
+            limit = max(1, min(limit, budget))
+        return _clip(self.tokenizer, completions, limit, keep=self.windows.completion_side)
 
     def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
         raise NotImplementedError
@@ -171,7 +189,13 @@ class CrossEncoder(Scorer):
         return logits[:, 0], int(enc["attention_mask"].sum())
 
     def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
-        scores, _ = self._forward(self.clip_prompts(prompts), self.clip_completions(completions))
+        # The tokenizer's own truncation cuts the completion's end; when the end is the part
+        # to keep, clip it here to what fits beside a full prompt window instead.
+        budget = None
+        if self.windows.completion_side == "end":
+            budget = self.max_length() - PAIR_SPECIAL_TOKENS - self.windows.prompt_max_tokens
+        clipped = self.clip_completions(completions, budget)
+        scores, _ = self._forward(self.clip_prompts(prompts), clipped)
         return scores
 
     def score_batch(

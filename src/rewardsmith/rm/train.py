@@ -53,14 +53,18 @@ class TrainConfig:
 
     `negatives=None` scores every other suffix of the batch (B(B-1) pairs); an int k samples
     k per prefix (cheaper for the cross-encoder, which pays one forward pass per pair).
+    `similar_pool=P` builds each batch from the pairs of a pool of P whose prefixes look most
+    alike (hard in-batch negatives, `rm.data.batches`); 0 keeps random batches.
     `eval_windows` are the windows the saved model applies when scoring (prompt end,
-    completion start); by default the training windows, with completions up to 384 tokens.
+    completion start or end); by default the training windows, with completions up to 384
+    tokens read from the side the training suffixes were cut from (`split.suffix_side`).
     """
 
     backbone: str = "minilm"
     encoder: EncoderKind = "cross"
     split: SplitConfig = field(default_factory=SplitConfig)
     batch_size: int = 16
+    similar_pool: int = 0
     negatives: int | None = None
     centering: float = 0.01
     lr: float = 3e-5
@@ -81,6 +85,8 @@ class TrainConfig:
             raise ConfigError(f"encoder must be 'cross' or 'bi', got {self.encoder!r}")
         if self.batch_size < 2:
             raise ConfigError("batch_size must be >= 2: the rest of the batch are the negatives")
+        if self.similar_pool and self.similar_pool <= self.batch_size:
+            raise ConfigError("similar_pool must be 0 (random batches) or exceed batch_size")
         if self.negatives is not None and not 1 <= self.negatives < self.batch_size:
             raise ConfigError(f"negatives must be in [1, batch_size - 1], got {self.negatives}")
         if self.max_steps < 0 or self.grad_accum < 1 or self.save_every < 1:
@@ -91,7 +97,9 @@ class TrainConfig:
     def windows(self) -> Windows:
         if self.eval_windows is not None:
             return self.eval_windows
-        return Windows(self.split.prefix_max, max(self.split.suffix_max, 384))
+        return Windows(
+            self.split.prefix_max, max(self.split.suffix_max, 384), self.split.suffix_side
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -234,7 +242,9 @@ def train(
         (out / METRICS_FILE).unlink()
 
     stream = PairStream(corpus, scorer.tokenizer, config.split, field=field, per_file=per_file)
-    micro_batches = itertools.islice(batches(stream, config.batch_size), state["micro"], None)
+    micro_batches = itertools.islice(
+        batches(stream, config.batch_size, config.similar_pool), state["micro"], None
+    )
     start = time.monotonic() - state["seconds"]
     stopped = "max_steps"
     last: dict[str, float] = {}

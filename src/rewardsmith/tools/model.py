@@ -7,7 +7,8 @@ directory works too. The score is the raw head output (higher is better), also g
 
 The model loads on the first `score` call, not at construction, so registering a tool costs
 nothing; the construction only checks that the directory looks like a model. Inputs are
-clipped to the model's windows (the end of the prompt, the start of the completion) and
+clipped to the model's windows (the end of the prompt, the start of the completion, or its
+end for a model trained with `--suffix-side end`) and
 scored in batches of `batch_size`, longest first. A batch that fails (out of memory, a
 broken tokenizer) gives every sample in it `status="error"` and score 0.0.
 """
@@ -44,6 +45,7 @@ class ModelTool(RewardTool):
         device: str = "auto",
         prompt_max_tokens: int | None = None,
         completion_max_tokens: int | None = None,
+        completion_side: str | None = None,
         threads: int | None = None,
     ) -> None:
         self.spec = spec
@@ -59,6 +61,8 @@ class ModelTool(RewardTool):
         self.device = device
         self.prompt_max_tokens = prompt_max_tokens
         self.completion_max_tokens = completion_max_tokens
+        self.completion_side = completion_side
+        self._reads_end = completion_side == "end"  # settled from the saved windows on load
         self.threads = threads
         self._scorer: Any = None
         self._lock = threading.Lock()
@@ -79,8 +83,10 @@ class ModelTool(RewardTool):
                 windows = Windows(
                     self.prompt_max_tokens or saved.prompt_max_tokens,
                     self.completion_max_tokens or saved.completion_max_tokens,
+                    self.completion_side or saved.completion_side,  # type: ignore[arg-type]
                 )
                 self._scorer = load_scorer(self.path, device=self.device, windows=windows)
+                self._reads_end = windows.completion_side == "end"
             return self._scorer
 
     def score(self, samples: Sequence[Sample]) -> list[Reward]:
@@ -88,7 +94,11 @@ class ModelTool(RewardTool):
             return []
         scorer = self.scorer()
         prompts = [s.prompt_text()[-MAX_INPUT_CHARS:] for s in samples]
-        completions = [(s.completion or "")[:MAX_INPUT_CHARS] for s in samples]
+        text = [s.completion or "" for s in samples]
+        if self._reads_end:
+            completions = [c[-MAX_INPUT_CHARS:] for c in text]
+        else:
+            completions = [c[:MAX_INPUT_CHARS] for c in text]
         out: list[Reward] = []
         for start in range(0, len(samples), self.batch_size):
             stop = start + self.batch_size
