@@ -67,12 +67,13 @@ def test_a_killed_worker_is_replaced() -> None:
         assert sandbox.run("print(1)").ok
         [worker] = sandbox._all
         os.kill(worker.proc.pid, signal.SIGKILL)
-        # The death is met by the next run or the one after (the zygote may still answer
-        # once while its parent is gone): that run says so; none hangs or fakes success,
-        # and the runs after it work on the replacement.
+        # The pool may see the death before the next run (it replaces the worker quietly)
+        # or meet it during one of the next two (the zygote may still answer once while its
+        # parent is gone): that run says so. None hangs or fakes success, and the runs after
+        # it work on the replacement.
         results = [sandbox.run(f"print({n})") for n in (2, 3, 4)]
         errors = [r for r in results if r.status == "error"]
-        assert len(errors) == 1 and "died" in errors[0].reason
+        assert len(errors) <= 1 and all("died" in r.reason for r in errors)
         assert all(
             r.stdout == f"{n}\n"
             for n, r in zip((2, 3, 4), results, strict=True)
@@ -80,6 +81,7 @@ def test_a_killed_worker_is_replaced() -> None:
         )
         assert results[-1].stdout == "4\n"
         assert sandbox.stats.restarts == 1
+        assert sandbox._all[0] is not worker and not worker.alive()
 
 
 def test_a_worker_that_stops_answering_is_replaced_in_time() -> None:

@@ -384,8 +384,11 @@ class Sandbox:
             raise RuntimeError("the sandbox is closed")
         if worker is not None and worker.alive():
             return worker
-        if worker is not None:
+        if worker is not None:  # it died while idle: reap it, close its pipes, replace it
+            worker.kill()
             self._forget(worker)
+            with self._lock:
+                self.stats.restarts += 1
         try:
             worker = _Worker(self.limits, self.preload, self.namespaces)
         except BaseException:
