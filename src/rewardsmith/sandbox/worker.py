@@ -217,7 +217,8 @@ class Zygote:
         }
 
     def _retire(self, run: _Pending) -> None:
-        """A child that ran no job: wait for it, close its pipes, remove its directory."""
+        """A child that is done (its run over, or no job taken): wait for it, close what is
+        left of its pipes, remove its directory."""
         with contextlib.suppress(ChildProcessError):
             if not run.waited:
                 self._wait(run)
@@ -229,7 +230,7 @@ class Zygote:
 
     def _supervise(self, run: _Pending, started: dict[str, Any]) -> dict[str, Any]:
         limits = started["limits"]
-        start = min(float(started.get("start", 0.0)) or time.monotonic(), time.monotonic())
+        start = min(float(started["start"]), time.monotonic())  # the child's clock is ours
         out_limit = int(limits["output_bytes"])
         captures = {
             "out": Capture(run.fds["out"], out_limit),
@@ -238,7 +239,7 @@ class Zygote:
         }
         for cap in captures.values():
             os.set_blocking(cap.fd, False)
-        exit_marker = f"{started.get('nonce', '')} exit ".encode()
+        exit_marker = f"{started['nonce']} exit ".encode()
         deadline = start + float(limits["wall_seconds"])
         timed_out = False
         reported_exit: int | None = None
@@ -283,11 +284,8 @@ class Zygote:
         """After the reply: reap the run, remove its directory, fork the next child."""
         run, self.current = self.current, None
         if run is not None:
-            if not run.waited:
-                with contextlib.suppress(ChildProcessError):
-                    self._wait(run)
-            os.close(run.pidfd)
-            self._clean(run.workdir)
+            self._retire(run)
+            self._wipe_private_tmp()
         # Only now: the next child takes its job from the caller's pipe as soon as it is
         # ready, so the private /tmp must already be clean for it.
         self.prefork()
@@ -356,28 +354,29 @@ class Zygote:
         _, status, rusage = os.wait4(run.pid, 0)
         return status, rusage
 
-    def _clean(self, workdir: str) -> None:
-        shutil.rmtree(workdir, ignore_errors=True)
-        if self.info.get("private_tmp"):
-            # Host paths bound back into the private tmpfs (a checkout or venv under /tmp)
-            # are real files: never wipe them or the folders that lead to them.
-            kept = self.info.get("kept_tmp_paths", [])
-            for root in PRIVATE_TMP_DIRS:
-                try:
-                    entries = os.listdir(root)
-                except OSError:
+    def _wipe_private_tmp(self) -> None:
+        """Empty the private /tmp, /var/tmp and /dev/shm (when we have them) after a run."""
+        if not self.info.get("private_tmp"):
+            return
+        # Host paths bound back into the private tmpfs (a checkout or venv under /tmp) are
+        # real files: never wipe them or the folders that lead to them.
+        kept = self.info.get("kept_tmp_paths", [])
+        for root in PRIVATE_TMP_DIRS:
+            try:
+                entries = os.listdir(root)
+            except OSError:
+                continue
+            for name in entries:
+                path = os.path.join(root, name)
+                if path == self.tmp_root or any(
+                    k == path or k.startswith(path + "/") for k in kept
+                ):
                     continue
-                for name in entries:
-                    path = os.path.join(root, name)
-                    if path == self.tmp_root or any(
-                        k == path or k.startswith(path + "/") for k in kept
-                    ):
-                        continue
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        with contextlib.suppress(OSError):
-                            os.unlink(path)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
 
 
 def main() -> None:
