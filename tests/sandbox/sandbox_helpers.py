@@ -35,6 +35,20 @@ def code_tool() -> Iterator[CodeTool]:
     tool.close()
 
 
+def double_fork_daemon(marker: str) -> str:
+    """A program that leaves a daemon behind: fork, new session, fork again, exec
+    `sleep MARKER` (the marker finds it in the process list), and return at once."""
+    return (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', '{marker}'])\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.2)\n"
+    )
+
+
 def sandbox_processes(marker: str | None = None, settle: float = 1.0) -> list[str]:
     """Live host processes owned by a sandbox uid, or whose command line contains `marker`,
     except the children a zygote prepared for its next run (named `rs-ready`, at most one per

@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import GRACE, LIMITS, box, code_tool, sandbox_processes  # noqa: F401
+from sandbox_helpers import (  # noqa: F401
+    GRACE,
+    LIMITS,
+    box,
+    code_tool,
+    double_fork_daemon,
+    sandbox_processes,
+)
 
 from rewardsmith.sandbox import Sandbox
 from rewardsmith.tools.code import CodeTool
@@ -102,15 +109,7 @@ def test_subprocess_daemon_is_killed_after_the_run(code_tool: CodeTool) -> None:
 
 def test_double_fork_daemon_survives_nothing(box: Sandbox) -> None:
     marker = "876543.21"
-    code = (
-        "import os, time\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        f"        os.execvp('sleep', ['sleep', '{marker}'])\n"
-        "    os._exit(0)\n"
-        "time.sleep(0.2)\n"
-    )
+    code = double_fork_daemon(marker)
     result = box.run(code)
     assert result.status == "ok"
     assert sandbox_processes(marker) == []

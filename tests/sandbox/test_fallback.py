@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sandbox_helpers import GRACE, LIMITS, sandbox_processes
+from sandbox_helpers import GRACE, LIMITS, double_fork_daemon, sandbox_processes
 
 from rewardsmith.sandbox import Sandbox
 from rewardsmith.sandbox.worker import _descendants
@@ -65,15 +65,7 @@ def test_fork_bomb_leaves_no_process(plain: Sandbox) -> None:
 
 def test_daemon_that_left_the_process_group_is_killed(plain: Sandbox) -> None:
     marker = "654321.98"
-    code = (
-        "import os, time\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        f"        os.execvp('sleep', ['sleep', '{marker}'])\n"
-        "    os._exit(0)\n"
-        "time.sleep(0.2)\n"
-    )
+    code = double_fork_daemon(marker)
     assert plain.run(code).status == "ok"
     assert sandbox_processes(marker) == []
 
