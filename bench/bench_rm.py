@@ -50,6 +50,17 @@ def corpus_source() -> tuple[str, str]:
     return str(FALLBACK_CORPUS), "question,answer"
 
 
+def throughput(pairs: int, tokens: int, seconds: float) -> dict[str, float]:
+    """One trainer's timed steps as rates (what the table prints)."""
+    return {
+        "pairs_per_s": pairs / seconds,
+        "tokens_per_s": tokens / seconds,
+        "seconds": seconds,
+        "pairs": pairs,
+        "tokens": tokens,
+    }
+
+
 def time_ours(scorer: Scorer, data: list[list[Any]], lr: float) -> dict[str, float]:
     """Train on `data` (first batch untimed); comparisons/s and tokens/s."""
     opt = torch.optim.AdamW(scorer.parameters(), lr=lr)
@@ -68,14 +79,7 @@ def time_ours(scorer: Scorer, data: list[list[Any]], lr: float) -> dict[str, flo
         if i >= 1:
             pairs += neg.numel()
             tokens += n_tokens
-    seconds = time.perf_counter() - start
-    return {
-        "pairs_per_s": pairs / seconds,
-        "tokens_per_s": tokens / seconds,
-        "seconds": seconds,
-        "pairs": pairs,
-        "tokens": tokens,
-    }
+    return throughput(pairs, tokens, time.perf_counter() - start)
 
 
 def time_trl(
@@ -146,13 +150,7 @@ def time_trl(
     seconds = time.perf_counter() - Clock.start
     pairs = (steps - warm_steps) * b
     tokens = sum(len(r["chosen_ids"]) + len(r["rejected_ids"]) for r in timed_rows[:pairs])
-    return {
-        "pairs_per_s": pairs / seconds,
-        "tokens_per_s": tokens / seconds,
-        "seconds": seconds,
-        "pairs": pairs,
-        "tokens": tokens,
-    }
+    return throughput(pairs, tokens, seconds)
 
 
 def main() -> int:

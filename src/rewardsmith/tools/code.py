@@ -143,6 +143,14 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
+def parse_quietly(source: str) -> ast.Module:
+    """`ast.parse` without the warnings old dataset code raises (escapes like '\\d');
+    raises SyntaxError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
 def _compile_quietly(source: str) -> None:
     """Compile test code to check it; dataset tests hold old escapes ('\\w') that warn."""
     with warnings.catch_warnings():
@@ -230,9 +238,7 @@ class _GuardEquality(ast.NodeTransformer):
 def guard_equality(source: str) -> str:
     """Test code with `==`/`!=` in assertions routed through the harness's strict check."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # old escapes ('\\d') in dataset tests
-            tree = ast.parse(source)
+        tree = parse_quietly(source)
     except SyntaxError:
         return source
     return ast.unparse(ast.fix_missing_locations(_GuardEquality().visit(tree)))

@@ -17,12 +17,12 @@ from __future__ import annotations
 import ast
 import gzip
 import json
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from rewardsmith.errors import InputError
+from rewardsmith.tools.code import parse_quietly
 
 CompletionChoice = Literal["canonical", "return_none", "empty"]
 COMPLETION_CHOICES: tuple[CompletionChoice, ...] = ("canonical", "return_none", "empty")
@@ -99,9 +99,7 @@ def mbpp_sample(record: Mapping[str, Any], completion: CompletionChoice) -> dict
 def _stub_functions(code: str) -> str:
     """The same top-level functions, each with the body `return None`."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # old escapes ('\\w') in dataset code
-            module = ast.parse(code)
+        module = parse_quietly(code)
     except SyntaxError:
         return "pass\n"
     lines = []
