@@ -15,7 +15,11 @@ chosen without looking at the Qwen test pairs:
   arithmetic and the stated answer are wrong, the rest is the same text), the nearest thing
   to "a correct and an incorrect response to one problem" that needs no model outputs;
 - `val_neighbor.jsonl`: per problem its true solution and the solutions of the 3 other test
-  problems whose questions share the most words with it (an in-batch negative made hard).
+  problems whose questions share the most words with it (an in-batch negative made hard);
+- `val_boxed.jsonl`: the same test in the MATH style of worked solutions (LaTeX, `\\boxed{}`),
+  from Minerva-math test problems (MIT courses, mostly physics and astronomy; not in the
+  corpus): per problem its solution and 3 copies whose boxed answer is replaced by the boxed
+  answer of another problem of the same kind (a number for a number).
 
     .venv/bin/python bench/rm_math_corpus.py --out /tmp/rbs_math_corpus.jsonl --val-out /tmp/rbs_val
 """
@@ -32,29 +36,38 @@ DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 _CALC = re.compile(r"<<[^<>]*>>")
 
 
-def build(data: Path, out: Path) -> dict[str, int]:
-    """Write the corpus; returns document counts per source and the excluded overlap."""
+def build(data: Path, out: Path, math_repeat: int = 1, seed: int = 0) -> dict[str, int]:
+    """Write the corpus in a seeded random order; returns document counts per source.
+
+    The sources are interleaved here because training reads the corpus through a shuffle
+    buffer of 2,048 documents: written one source after the other, a run of a few thousand
+    pairs would see only GSM8K. `math_repeat` writes each MATH-500 document that many times
+    (MATH-500 is 495 documents against 7,473 from GSM8K).
+    """
+    if math_repeat < 1:
+        raise ValueError("math_repeat must be >= 1")
     held_out = {
         json.loads(line)["question"].strip()
         for line in (data / "math" / "qwen25_math_cot_100_8samples.jsonl").open(encoding="utf-8")
     }
     counts = {"gsm8k_train": 0, "math500": 0, "math500_excluded_overlap": 0}
+    texts = []
+    for line in (data / "gsm8k" / "train.jsonl").open(encoding="utf-8"):
+        row = json.loads(line)
+        texts.append(row["question"].strip() + "\n\n" + _CALC.sub("", row["answer"]).strip())
+        counts["gsm8k_train"] += 1
+    for line in (data / "math" / "math500.jsonl").open(encoding="utf-8"):
+        row = json.loads(line)
+        if row["problem"].strip() in held_out:
+            counts["math500_excluded_overlap"] += 1
+            continue
+        texts.extend([row["problem"].strip() + "\n\n" + row["solution"].strip()] * math_repeat)
+        counts["math500"] += 1
+    random.Random(seed).shuffle(texts)
     with out.open("w", encoding="utf-8") as fh:
-        for line in (data / "gsm8k" / "train.jsonl").open(encoding="utf-8"):
-            row = json.loads(line)
-            text = row["question"].strip() + "\n\n" + _CALC.sub("", row["answer"]).strip()
+        for text in texts:
             fh.write(json.dumps({"text": text}) + "\n")
-            counts["gsm8k_train"] += 1
-        for line in (data / "math" / "math500.jsonl").open(encoding="utf-8"):
-            row = json.loads(line)
-            if row["problem"].strip() in held_out:
-                counts["math500_excluded_overlap"] += 1
-                continue
-            fh.write(
-                json.dumps({"text": row["problem"].strip() + "\n\n" + row["solution"].strip()})
-                + "\n"
-            )
-            counts["math500"] += 1
+    counts["documents_written"] = len(texts)
     return counts
 
 
@@ -89,6 +102,38 @@ def _wrong_solution(solution: str, answer: str, wrong: int) -> str:
     """`solution` with every standalone occurrence of `answer` (1,234 or 1234) replaced."""
     pattern = re.compile(r"(?<![\d.,])" + r",?".join(answer) + r"(?![\d]|[.,]\d)")
     return pattern.sub(str(wrong), solution)
+
+
+def _boxed_span(solution: str) -> tuple[int, int] | None:
+    """Start and end of the content of the only `\\boxed{...}` in `solution` (None unless one)."""
+    spans = []
+    start = solution.find("\\boxed{")
+    while start >= 0:
+        end, depth = start + len("\\boxed{"), 1
+        while end < len(solution) and depth:
+            depth += {"{": 1, "}": -1}.get(solution[end], 0)
+            end += 1
+        spans.append((start + len("\\boxed{"), end - 1))
+        start = solution.find("\\boxed{", end)
+    return spans[0] if len(spans) == 1 else None
+
+
+def _minerva(data: Path, problems: int) -> list[tuple[str, str, tuple[int, int]]]:
+    """(problem, solution, span of its boxed answer) of the first Minerva-math test problems
+    with exactly one boxed answer."""
+    rows = []
+    for line in (data / "math" / "minerva_math.test.jsonl").open(encoding="utf-8"):
+        row = json.loads(line)
+        span = _boxed_span(row["solution"])
+        if span is not None:
+            rows.append((row["problem"].strip(), row["solution"].strip(), span))
+        if len(rows) == problems:
+            break
+    return rows
+
+
+def _is_number(answer: str) -> bool:
+    return re.fullmatch(r"-?[\d.,]+(e-?\d+)?", answer.strip()) is not None
 
 
 def build_validation(
@@ -132,7 +177,24 @@ def build_validation(
         )
     write("val_arith.jsonl", arith)
     write("val_neighbor.jsonl", neighbor)
-    return {"val_problems": len(rows), "val_pairs_per_file": len(rows) * VAL_NEGATIVES}
+    boxed = []
+    minerva = _minerva(data, problems)
+    answers = [sol[a:b] for _, sol, (a, b) in minerva]
+    for i, (question, solution, (a, b)) in enumerate(minerva):
+        # Wrong final answers of the same kind (a number for a number), taken from other
+        # problems: the solution is unchanged but for what its box states.
+        others = {x for j, x in enumerate(answers) if j != i and x.strip() != answers[i].strip()}
+        pool = sorted(x for x in others if _is_number(x) == _is_number(answers[i]))
+        if len(pool) < VAL_NEGATIVES:  # few problems: any other answer
+            pool = sorted(others)
+        wrong = [solution[:a] + x + solution[b:] for x in rng.sample(pool, VAL_NEGATIVES)]
+        boxed.append((question, [solution, *wrong], [True] + [False] * VAL_NEGATIVES))
+    write("val_boxed.jsonl", boxed)
+    return {
+        "val_problems": len(rows),
+        "val_pairs_per_file": len(rows) * VAL_NEGATIVES,
+        "val_boxed_problems": len(boxed),
+    }
 
 
 def main() -> None:
@@ -141,8 +203,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/rbs_math_corpus.jsonl"))
     parser.add_argument("--val-out", type=Path, default=None, help="also write validation files")
     parser.add_argument("--val-problems", type=int, default=200, help="GSM8K test problems")
+    parser.add_argument(
+        "--math-repeat", type=int, default=1, help="write each MATH-500 document N times"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the document order")
     args = parser.parse_args()
-    counts = build(args.data, args.out)
+    counts = build(args.data, args.out, args.math_repeat, args.seed)
     if args.val_out is not None:
         counts.update(build_validation(args.data, args.val_out, args.val_problems))
     print(json.dumps({"out": str(args.out), **counts}))

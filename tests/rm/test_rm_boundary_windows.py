@@ -168,13 +168,35 @@ def test_wrong_solution_replaces_the_answer(
 @pytest.mark.skipif(not (SHARED_DATA / "gsm8k" / "test.jsonl").is_file(), reason="no GSM8K test")
 def test_validation_files_have_one_true_solution_per_problem(tmp_path: Path) -> None:
     counts = _corpus_module().build_validation(SHARED_DATA, tmp_path, problems=20)
-    assert counts == {"val_problems": 20, "val_pairs_per_file": 60}
-    for name in ("val_arith.jsonl", "val_neighbor.jsonl"):
+    assert counts == {"val_problems": 20, "val_pairs_per_file": 60, "val_boxed_problems": 20}
+    for name in ("val_arith.jsonl", "val_neighbor.jsonl", "val_boxed.jsonl"):
         rows = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
         assert len(rows) == 20
         for row in rows:
             assert sorted(row["score"]) == [False, False, False, True]
             assert len(set(row["response"])) == 4  # every negative differs from the truth
+
+
+def test_boxed_span_finds_the_one_box_with_nested_braces() -> None:
+    span = _corpus_module()._boxed_span
+    text = r"so $x=\boxed{\frac{1}{2}}$ cm"
+    start, end = span(text)
+    assert text[start:end] == r"\frac{1}{2}"
+    assert span(r"\boxed{1} or \boxed{2}") is None and span("no box") is None
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "math" / "math500.jsonl").is_file(), reason="no MATH-500")
+def test_corpus_interleaves_the_sources(tmp_path: Path) -> None:
+    out = tmp_path / "corpus.jsonl"
+    counts = _corpus_module().build(SHARED_DATA, out, math_repeat=2, seed=0)
+    texts = [json.loads(line)["text"] for line in out.read_text().splitlines()]
+    written = counts["documents_written"]
+    assert len(texts) == written == counts["gsm8k_train"] + 2 * counts["math500"]
+    # MATH-500 solutions (LaTeX, unlike GSM8K's "#### n") reach the first 2,048 documents, the
+    # shuffle buffer a short training run reads from; written in source order they did not.
+    head = texts[:2048]
+    share = sum("####" not in t for t in head) / len(head)
+    assert 0.08 < share < 0.16  # 2 x 495 of 8,463 documents is 11.7%
 
 
 # -- hard (similar-problem) batches ---------------------------------------------------------
