@@ -73,7 +73,10 @@ def test_train_then_eval_then_score(tmp_path: Path) -> None:
 
     prefs = tmp_path / "prefs.jsonl"
     prefs.write_text(
-        json.dumps({"prompt": "How many clips?", "chosen": "72 clips.", "rejected": "Blue."}) + "\n"
+        json.dumps({"prompt": "How many clips?", "chosen": "72 clips.", "rejected": "Blue."})
+        + "\n"
+        + json.dumps({"prompt": "How many eggs?", "chosen": "12 eggs.", "rejected": "Red."})
+        + "\n"
     )
     report = tmp_path / "eval.json"
     result = runner.invoke(
@@ -94,7 +97,13 @@ def test_train_then_eval_then_score(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
     assert set(data["results"]) == {"trained", "untrained"}
-    assert data["results"]["trained"]["prefs"]["n"] == 1
+    assert data["results"]["trained"]["prefs"]["n"] == 2
+    assert data["results"]["trained"]["prefs"]["groups"] == 2
+    cmp = data["trained_minus_untrained"]["prefs"]
+    trained_acc = data["results"]["trained"]["prefs"]["accuracy"]
+    untrained_acc = data["results"]["untrained"]["prefs"]["accuracy"]
+    assert cmp["difference"] == pytest.approx(trained_acc - untrained_acc)
+    assert " p=" in result.output  # the difference column: groups better/worse, sign test
     assert "## Evaluation" in (out / "README.md").read_text()
 
     samples = tmp_path / "samples.jsonl"

@@ -11,7 +11,11 @@ import pytest
 
 from rewardsmith.errors import InputError
 from rewardsmith.rm.evaluate import (
+    BestOfNRow,
+    EvalSet,
+    Outcomes,
     best_of_n,
+    compare_outcomes,
     evaluate_sets,
     load_eval_set,
     math_pairs,
@@ -75,9 +79,10 @@ def test_rewardbench_best_of_4_needs_chosen_above_every_rejected(tmp_path: Path)
     )
     s = load_eval_set(path)
     assert s.kind == "best_of_4"
-    assert evaluate_sets([s], by_length) == {
-        "rb2/best_of_4": {"accuracy": pytest.approx(1 / 3), "n": 3}
-    }
+    (metrics,) = evaluate_sets([s], by_length).values()
+    assert metrics["accuracy"] == pytest.approx(1 / 3) and metrics["n"] == 3
+    assert metrics["groups"] == 3  # independent rows: each its own group
+    assert 0.0 <= metrics["ci_low"] <= 1 / 3 <= metrics["ci_high"] <= 1.0
 
 
 def test_best_of_n_columns_by_hand() -> None:
@@ -164,3 +169,48 @@ def test_unknown_format_says_what_is_expected(tmp_path: Path) -> None:
         load_eval_set(path)
     with pytest.raises(InputError, match="does not exist"):
         load_eval_set(tmp_path / "missing.jsonl")
+
+
+# -- intervals and the paired comparison, over groups ---------------------------------------
+
+
+def test_math_pairs_of_one_problem_form_one_group() -> None:
+    rows = [
+        BestOfNRow("q1", ("a", "bb", "ccc"), (True, False, False)),
+        BestOfNRow("q2", ("a", "bb"), (False, True)),
+    ]
+    pairs = math_pairs(rows)
+    assert [p.group for p in pairs] == ["problem 0", "problem 0", "problem 1"]
+    s = EvalSet("toy", "best_of_n", bon=rows)
+    outcomes: dict[str, Outcomes] = {}
+    metrics = evaluate_sets([s], by_length, outcomes)["toy/pairs"]
+    # by length: "a" loses both pairs of q1, "bb" beats "a" in q2
+    assert outcomes["toy/pairs"].wins == (False, False, True)
+    assert metrics["accuracy"] == pytest.approx(1 / 3) and metrics["groups"] == 2
+    # resampling 2 groups: accuracy 0 (q1 twice), 1 (q2 twice) or 1/3 (both)
+    assert metrics["ci_low"] == pytest.approx(0.0) and metrics["ci_high"] == pytest.approx(1.0)
+
+
+def test_compare_outcomes_by_hand() -> None:
+    groups = ("p0",) * 4 + ("p1",) * 4 + ("p2",) * 2
+    a = Outcomes((True,) * 4 + (True, True, False, False) + (False, False), groups)
+    b = Outcomes((False,) * 4 + (True, True, True, False) + (False, False), groups)
+    out = compare_outcomes(a, b)
+    assert out["difference"] == pytest.approx((4 - 1) / 10)  # +4 in p0, -1 in p1, 0 in p2
+    assert (out["groups_better"], out["groups_worse"], out["groups_tied"]) == (1, 1, 1)
+    assert out["sign_test_p"] == pytest.approx(1.0)
+    assert out["ci_low"] < out["difference"] < out["ci_high"]
+    # Seeded: the same inputs give the same interval.
+    assert compare_outcomes(a, b) == out
+    with pytest.raises(InputError, match="same rows"):
+        compare_outcomes(a, Outcomes(b.wins, groups[::-1]))
+
+
+def test_a_model_better_on_every_problem_has_a_positive_interval() -> None:
+    groups = tuple(f"p{i}" for i in range(12) for _ in range(5))
+    a = Outcomes(tuple(j < 4 for _ in range(12) for j in range(5)), groups)  # 4 of 5 each
+    b = Outcomes(tuple(j < 2 for _ in range(12) for j in range(5)), groups)  # 2 of 5 each
+    out = compare_outcomes(a, b)
+    assert out["difference"] == pytest.approx(0.4)
+    assert out["ci_low"] == pytest.approx(0.4) and out["ci_high"] == pytest.approx(0.4)
+    assert out["groups_better"] == 12 and out["sign_test_p"] < 0.001

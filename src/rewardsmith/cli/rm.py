@@ -196,6 +196,27 @@ def train_cmd(
         )
 
 
+def _count_cell(metrics: dict[str, float]) -> str:
+    n, groups = int(metrics["n"]), int(metrics.get("groups", metrics["n"]))
+    return str(n) if groups == n else f"{n} in {groups} groups"
+
+
+def _accuracy_cell(metrics: dict[str, float]) -> str:
+    if "ci_low" not in metrics:
+        return f"{metrics['accuracy']:.3f}"
+    return f"{metrics['accuracy']:.3f} [{metrics['ci_low']:.2f}, {metrics['ci_high']:.2f}]"
+
+
+def _difference_cell(cmp: dict[str, float]) -> str:
+    text = f"{cmp['difference']:+.3f}"
+    if "ci_low" in cmp:
+        text += f" [{cmp['ci_low']:+.2f}, {cmp['ci_high']:+.2f}]"
+    # Groups better / worse and the sign test over them (over single rows: exact McNemar).
+    return text + (
+        f" +{int(cmp['groups_better'])}/-{int(cmp['groups_worse'])} p={cmp['sign_test_p']:.2f}"
+    )
+
+
 @app.command("eval")
 def eval_cmd(
     model: Annotated[Path, typer.Option("--model", "-m", help="Reward model directory.")],
@@ -227,7 +248,7 @@ def eval_cmd(
 ) -> None:
     """Pairwise / best-of-4 / best-of-N accuracy of a reward model (and of its untrained start)."""
     _require_torch()
-    from rewardsmith.rm.evaluate import evaluate_sets, load_eval_set
+    from rewardsmith.rm.evaluate import Outcomes, compare_outcomes, evaluate_sets, load_eval_set
     from rewardsmith.rm.model import (
         Windows,
         init_scorer,
@@ -246,8 +267,11 @@ def eval_cmd(
         completion_side or saved.completion_side,  # type: ignore[arg-type]  # checked by Windows
     )
     columns: dict[str, dict[str, dict[str, float]]] = {}
+    outcomes: dict[str, dict[str, Outcomes]] = {"trained": {}, "untrained": {}}
     trained = load_scorer(model, device=device, windows=windows)
-    columns["trained"] = evaluate_sets(sets, lambda p, c: trained.score_texts(p, c, batch_size))
+    columns["trained"] = evaluate_sets(
+        sets, lambda p, c: trained.score_texts(p, c, batch_size), outcomes["trained"]
+    )
     train_cfg = rbs.get("train")
     if untrained and train_cfg:
         base = init_scorer(
@@ -257,16 +281,25 @@ def eval_cmd(
             int(train_cfg.get("seed", 0)),
             device,
         )
-        columns["untrained"] = evaluate_sets(sets, lambda p, c: base.score_texts(p, c, batch_size))
+        columns["untrained"] = evaluate_sets(
+            sets, lambda p, c: base.score_texts(p, c, batch_size), outcomes["untrained"]
+        )
     elif untrained:
         console.print(
             "[yellow]no rbs_config.json training record: skipping the untrained column[/]"
         )
-    table = Table(title=f"rm eval: {model}")
+    comparison = {
+        key: compare_outcomes(got, outcomes["untrained"][key])
+        for key, got in outcomes["trained"].items()
+        if key in outcomes["untrained"]
+    }
+    table = Table(title=f"rm eval: {model}  (95% intervals over groups)")
     table.add_column("set / metric")
     table.add_column("n", justify="right")
     for col in columns:
         table.add_column(col, justify="right")
+    if comparison:
+        table.add_column("trained - untrained", justify="right")
     first = next(iter(columns.values()))
     for key, metrics in first.items():
         if key.endswith("/best_of_n"):
@@ -283,10 +316,12 @@ def eval_cmd(
                         *[f"{metrics[base_key]:.3f}" for _ in columns],
                     )
         else:
+            diff = [_difference_cell(comparison[key])] if key in comparison else []
             table.add_row(
                 key,
-                str(int(metrics["n"])),
-                *[f"{columns[c][key]['accuracy']:.3f}" for c in columns],
+                _count_cell(metrics),
+                *[_accuracy_cell(columns[c][key]) for c in columns],
+                *diff,
             )
     console.print(table)
     payload = {
@@ -295,6 +330,7 @@ def eval_cmd(
         "limit": limit,
         "data": [str(p) for p in data],
         "results": columns,
+        "trained_minus_untrained": comparison,
     }
     if output is not None:
         output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

@@ -18,6 +18,11 @@ Formats read (detected per file):
 
 Ties (equal scores) count as wrong in every pairwise metric: a model that scores everything
 the same must not get 50%. Each distinct (prompt, completion) is scored once.
+
+Intervals: rows of one group are resampled together (the math pairs of one problem share
+its responses, so 128 pairs from 10 problems are 10 independent units); other rows are
+their own group. `compare_outcomes` gives the paired difference of two models on the same
+rows, its interval, and a sign test over groups.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 from rewardsmith.errors import InputError
 
 ScoreFn = Callable[[Sequence[str], Sequence[str]], list[float]]
+BOOTSTRAP_RESAMPLES = 2000
 _HH_ASSISTANT = "\n\nAssistant:"
 
 
@@ -45,6 +51,8 @@ class PrefRow:
     prompt: str
     chosen: tuple[str, ...]
     rejected: tuple[str, ...]
+    #: Rows of one group are not independent (the math pairs of one problem); "" = own group.
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,24 +194,38 @@ class _Cache:
         return self.values[item]
 
 
-def pairwise_accuracy(rows: Sequence[PrefRow], score_fn: ScoreFn) -> dict[str, float]:
-    """Share of rows whose every chosen completion beats every rejected one (strictly)."""
+@dataclass(frozen=True)
+class Outcomes:
+    """Per-row wins of one model on one set, with the group each row belongs to."""
+
+    wins: tuple[bool, ...]
+    groups: tuple[str, ...]
+
+
+def pairwise_outcomes(rows: Sequence[PrefRow], score_fn: ScoreFn) -> Outcomes:
+    """Per row: does every chosen completion beat every rejected one (strictly)?"""
     cache = _Cache(score_fn)
     cache.fill([(r.prompt, c) for r in rows for c in r.chosen + r.rejected])
-    wins = sum(
+    wins = tuple(
         min(cache[(r.prompt, c)] for c in r.chosen) > max(cache[(r.prompt, c)] for c in r.rejected)
         for r in rows
     )
-    return {"accuracy": wins / len(rows) if rows else float("nan"), "n": len(rows)}
+    return Outcomes(wins, tuple(r.group or f"row {i}" for i, r in enumerate(rows)))
+
+
+def pairwise_accuracy(rows: Sequence[PrefRow], score_fn: ScoreFn) -> dict[str, float]:
+    """Share of rows whose every chosen completion beats every rejected one (strictly)."""
+    wins = pairwise_outcomes(rows, score_fn).wins
+    return {"accuracy": sum(wins) / len(rows) if rows else float("nan"), "n": len(rows)}
 
 
 def math_pairs(rows: Sequence[BestOfNRow]) -> list[PrefRow]:
-    """Every (correct, incorrect) pair of responses to the same problem."""
+    """Every (correct, incorrect) pair of responses to the same problem (one group each)."""
     out = []
-    for r in rows:
+    for i, r in enumerate(rows):
         good = [x for x, ok in zip(r.responses, r.correct, strict=True) if ok]
         bad = [x for x, ok in zip(r.responses, r.correct, strict=True) if not ok]
-        out += [PrefRow(r.prompt, (g,), (b,)) for g in good for b in bad]
+        out += [PrefRow(r.prompt, (g,), (b,), group=f"problem {i}") for g in good for b in bad]
     return out
 
 
@@ -239,18 +261,103 @@ def best_of_n(rows: Sequence[BestOfNRow], score_fn: ScoreFn | None) -> dict[str,
     return out
 
 
-def evaluate_sets(sets: Sequence[EvalSet], score_fn: ScoreFn) -> dict[str, dict[str, float]]:
+def evaluate_sets(
+    sets: Sequence[EvalSet],
+    score_fn: ScoreFn,
+    outcomes: dict[str, Outcomes] | None = None,
+) -> dict[str, dict[str, float]]:
     """Metrics per set: `NAME` (pairwise), `NAME/best_of_4` (RewardBench rows with several
-    rejected), and for a best-of-N file `NAME/pairs` (its math pairs) and `NAME/best_of_n`."""
+    rejected), and for a best-of-N file `NAME/pairs` (its math pairs) and `NAME/best_of_n`.
+
+    Pairwise metrics carry `groups` (independent units) and, with more than one group, a 95%
+    bootstrap interval over groups (`ci_low`, `ci_high`). `outcomes`, when given, receives the
+    per-row wins of every pairwise metric (what `compare_outcomes` needs).
+    """
     results: dict[str, dict[str, float]] = {}
     for s in sets:
         if s.kind == "best_of_n":
-            results[f"{s.name}/pairs"] = pairwise_accuracy(math_pairs(s.bon), score_fn)
+            pair_keys = [(f"{s.name}/pairs", math_pairs(s.bon))]
             results[f"{s.name}/best_of_n"] = best_of_n(s.bon, score_fn)
         else:
-            key = f"{s.name}/best_of_4" if s.kind == "best_of_4" else s.name
-            results[key] = pairwise_accuracy(s.pref, score_fn)
+            pair_keys = [(f"{s.name}/best_of_4" if s.kind == "best_of_4" else s.name, s.pref)]
+        for key, rows in pair_keys:
+            got = pairwise_outcomes(rows, score_fn)
+            results[key] = {"accuracy": sum(got.wins) / len(rows) if rows else float("nan")}
+            results[key].update({"n": len(rows), **accuracy_interval(got)})
+            if outcomes is not None:
+                outcomes[key] = got
     return results
+
+
+def _by_group(*runs: Outcomes) -> tuple[list[str], list[list[int]], list[int]]:
+    """Group names, wins per group for each run, and rows per group."""
+    names = list(dict.fromkeys(runs[0].groups))
+    index = {g: i for i, g in enumerate(names)}
+    sizes = [0] * len(names)
+    for g in runs[0].groups:
+        sizes[index[g]] += 1
+    wins = []
+    for run in runs:
+        if run.groups != runs[0].groups:
+            raise InputError("outcomes to compare must cover the same rows")
+        per = [0] * len(names)
+        for g, w in zip(run.groups, run.wins, strict=True):
+            per[index[g]] += w
+        wins.append(per)
+    return names, wins, sizes
+
+
+def _group_bootstrap(values: Sequence[float], sizes: Sequence[int]) -> tuple[float, float]:
+    """95% percentile interval of sum(values) / sum(sizes), resampling whole groups."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    res = bootstrap(
+        (np.asarray(values, dtype=float), np.asarray(sizes, dtype=float)),
+        lambda v, n, axis=-1: v.sum(axis=axis) / n.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        method="percentile",
+        random_state=0,
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def accuracy_interval(run: Outcomes) -> dict[str, float]:
+    """`groups` and a 95% bootstrap interval of the accuracy over groups (rows of one problem
+    stay together: 128 math pairs from 10 problems are 10 units, not 128)."""
+    _, (wins,), sizes = _by_group(run)
+    out: dict[str, float] = {"groups": len(sizes)}
+    if len(sizes) > 1:
+        out["ci_low"], out["ci_high"] = _group_bootstrap(wins, sizes)
+    return out
+
+
+def compare_outcomes(a: Outcomes, b: Outcomes) -> dict[str, float]:
+    """How model `a` differs from model `b` on the same rows.
+
+    `difference`: accuracy of a minus accuracy of b, with a 95% bootstrap interval over
+    groups; `groups_better` / `groups_worse` / `groups_tied`: groups where a wins more / fewer
+    / as many rows; `sign_test_p`: two-sided binomial test of better vs worse groups.
+    """
+    from scipy.stats import binomtest
+
+    _, (wa, wb), sizes = _by_group(a, b)
+    diffs = [x - y for x, y in zip(wa, wb, strict=True)]
+    better = sum(d > 0 for d in diffs)
+    worse = sum(d < 0 for d in diffs)
+    out: dict[str, float] = {
+        "difference": sum(diffs) / sum(sizes) if sizes else float("nan"),
+        "groups": len(sizes),
+        "groups_better": better,
+        "groups_worse": worse,
+        "groups_tied": len(sizes) - better - worse,
+        "sign_test_p": binomtest(better, better + worse).pvalue if better + worse else 1.0,
+    }
+    if len(sizes) > 1:
+        out["ci_low"], out["ci_high"] = _group_bootstrap(diffs, sizes)
+    return out
 
 
 def random_scores(seed: int = 0) -> ScoreFn:
