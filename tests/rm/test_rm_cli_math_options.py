@@ -60,11 +60,13 @@ def test_boundary_end_and_hard_batches_from_the_command_line(
     )
     out, lib = tmp_path / "rm", tmp_path / "lib.db"
     extra = ["--split-mode", "boundary", "--suffix-side", "end", "--similar-pool", "12"]
+    extra += ["--shuffle-buffer", "7"]
     result = runner.invoke(app, train_args(corpus, out, tiny_backbone, lib, *extra))
     assert result.exit_code == 0, result.output
     saved = json.loads((out / "rbs_config.json").read_text())
     assert saved["windows"]["completion_side"] == "end"  # the suffix side, by default
     assert saved["train"]["similar_pool"] == 12
+    assert saved["train"]["split"]["shuffle_buffer"] == 7
 
     # `rm eval --completion-side` overrides the saved side, for both columns.
     prefs = tmp_path / "prefs.jsonl"

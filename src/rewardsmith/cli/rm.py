@@ -90,6 +90,13 @@ def train_cmd(
             help="boundary mode: keep the start or the end of a suffix longer than suffix-max."
         ),
     ] = "start",
+    shuffle_buffer: Annotated[
+        int,
+        typer.Option(
+            help="Documents shuffled together as the corpus streams in (files are read in "
+            "order: interleave sources, or raise this, so every batch mixes them)."
+        ),
+    ] = 2048,
     eval_prompt_tokens: Annotated[
         int | None, typer.Option(help="Prompt window when scoring (default: prefix-max).")
     ] = None,
@@ -133,6 +140,7 @@ def train_cmd(
         suffix_max,
         split_mode,  # type: ignore[arg-type]  # checked by SplitConfig
         seed,
+        shuffle_buffer=shuffle_buffer,
         suffix_side=suffix_side,  # type: ignore[arg-type]
     )
     windows = None
