@@ -11,7 +11,7 @@ import pytest
 
 from support import EchoLengthTool
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 from rewardsmith.rl.grpo import METRICS_FILE, GRPOConfig, GRPOTrainer, load_items  # noqa: E402
 from rewardsmith.rl.policies import TESTBED, TESTBED_FILE  # noqa: E402
@@ -61,6 +61,19 @@ def test_smollm2_three_steps_and_exact_resume(tmp_path: Path) -> None:
     assert again["loss"] == rows[2]["loss"]  # bit-identical
     assert again["grad_norm"] == rows[2]["grad_norm"]
     assert again["reward"] == rows[2]["reward"]
+
+    # The trained policy saves as a plain Hugging Face model (GGUF-loaded weights used to
+    # refuse: "quantized with gguf and is not serializable") and loads back the same.
+    from rewardsmith.rl.policies import load_pretrained
+
+    saved = resumed.save_model(tmp_path / "model")
+    assert "quantization_config" not in json.loads((saved / "config.json").read_text())
+    back = load_pretrained(saved)
+    model = resumed.model
+    merged = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
+    want, got = merged.state_dict(), back.model.state_dict()
+    assert any("q_proj" in k for k in want.keys() & got.keys())  # LoRA-trained weights too
+    assert all(torch.equal(got[k], want[k]) for k in want.keys() & got.keys())
 
 
 def test_testbed_build_is_cached_and_leaves_room_to_improve() -> None:

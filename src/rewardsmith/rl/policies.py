@@ -242,10 +242,24 @@ def load_smollm2(*, device: str = "cpu") -> Policy:
     except ImportError as exc:
         raise MissingDependencyError("gguf", "rl") from exc
     policy = load_pretrained(smollm2_dir(), device=device, gguf_file=SMOLLM2_GGUF)
+    forget_gguf(policy.model)
     policy.name = "smollm2"
     policy.style = "chat"
     policy.system_prompt = TAG_SYSTEM_PROMPT
     return policy
+
+
+def forget_gguf(model: Any) -> Any:
+    """Make a model loaded from a GGUF file a plain float32 model that `save_pretrained` writes.
+
+    transformers dequantizes GGUF weights on load but keeps the GGUF quantizer on the model,
+    and then refuses to save it ("quantized with gguf and is not serializable"); the weights
+    are plain float32 tensors already, so the quantizer and its config entry are dropped.
+    """
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    return model
 
 
 def _prepare_tokenizer(tokenizer: Any) -> None:
