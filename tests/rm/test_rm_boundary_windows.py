@@ -13,7 +13,7 @@ import torch
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
 from rewardsmith.rm.data import Pair, SplitConfig, batches, split_document
-from rewardsmith.rm.model import Windows, init_scorer, load_scorer
+from rewardsmith.rm.model import Scorer, Windows, init_scorer, load_scorer
 from rewardsmith.rm.registry import register_trained
 from rewardsmith.rm.train import TrainConfig, train
 from rewardsmith.types import Sample
@@ -263,3 +263,27 @@ def test_train_with_boundary_end_and_hard_batches_saves_an_end_window(
         "completion_side": "end",
     }
     assert saved["train"]["similar_pool"] == 16 and saved["train"]["split"]["mode"] == "boundary"
+
+
+def test_bi_encoder_embeds_each_prompt_once_and_scores_as_pair_by_pair(
+    tiny_backbone: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch.set_num_threads(1)
+    bi = init_scorer(str(tiny_backbone), "bi", Windows(16, 24, "end"), seed=0, device="cpu")
+    with torch.no_grad():  # a non-identity head, so prompt and completion sides differ
+        bi.head.weight.add_(0.1 * torch.randn_like(bi.head.weight))
+    prompts = ["How many clips?"] * 3 + ["How many eggs in a dozen?"] * 2
+    completions = ["72", "48 + 24 = 72 clips", "blue", "12 eggs", "a dozen is twelve, so 12"]
+    pair_by_pair = Scorer.score_texts(bi, prompts, completions, batch_size=2)
+    embedded: list[str] = []
+    real_embed = bi.embed
+
+    def counting(texts):  # type: ignore[no-untyped-def]
+        embedded.extend(texts)
+        return real_embed(texts)
+
+    monkeypatch.setattr(bi, "embed", counting)
+    fast = bi.score_texts(prompts, completions, batch_size=2)
+    assert fast == pytest.approx(pair_by_pair, abs=1e-5)
+    assert len(embedded) == 2 + len(completions)  # two distinct prompts, embedded once each
+    assert bi.score_texts([], []) == []

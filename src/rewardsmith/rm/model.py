@@ -261,6 +261,34 @@ class BiEncoder(Scorer):
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         return pooled, int(enc["attention_mask"].sum())
 
+    @torch.no_grad()
+    def score_texts(
+        self, prompts: Sequence[str], completions: Sequence[str], batch_size: int = 16
+    ) -> list[float]:
+        """As `Scorer.score_texts`, but each distinct prompt is embedded once (the N responses
+        of a best-of-N problem share one question), then every pair is one dot product."""
+        if not prompts:
+            return []
+        was_training = self.training
+        self.eval()
+        unique = list(dict.fromkeys(prompts))
+        p = self._embed_all(self.clip_prompts(unique), batch_size)
+        r = self._embed_all(self.clip_completions(completions), batch_size)
+        where = {u: i for i, u in enumerate(unique)}
+        rows = p[torch.tensor([where[x] for x in prompts], dtype=torch.long, device=p.device)]
+        scores = (self.head(rows) * r).sum(-1) / math.sqrt(p.shape[-1])
+        self.train(was_training)
+        return [float(x) for x in scores.float().cpu()]
+
+    def _embed_all(self, texts: Sequence[str], batch_size: int) -> torch.Tensor:
+        """Embeddings of `texts` in input order, batched longest first (little padding)."""
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = torch.empty(len(texts), int(self.backbone.config.hidden_size), device=self.device)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            out[idx] = self.embed([texts[i] for i in idx])[0]
+        return out
+
     def _matrix(self, p: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         return self.head(p) @ r.T / math.sqrt(p.shape[-1])
 
