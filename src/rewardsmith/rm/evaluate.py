@@ -201,6 +201,10 @@ class Outcomes:
     wins: tuple[bool, ...]
     groups: tuple[str, ...]
 
+    @property
+    def accuracy(self) -> float:
+        return sum(self.wins) / len(self.wins) if self.wins else float("nan")
+
 
 def pairwise_outcomes(rows: Sequence[PrefRow], score_fn: ScoreFn) -> Outcomes:
     """Per row: does every chosen completion beat every rejected one (strictly)?"""
@@ -215,8 +219,7 @@ def pairwise_outcomes(rows: Sequence[PrefRow], score_fn: ScoreFn) -> Outcomes:
 
 def pairwise_accuracy(rows: Sequence[PrefRow], score_fn: ScoreFn) -> dict[str, float]:
     """Share of rows whose every chosen completion beats every rejected one (strictly)."""
-    wins = pairwise_outcomes(rows, score_fn).wins
-    return {"accuracy": sum(wins) / len(rows) if rows else float("nan"), "n": len(rows)}
+    return {"accuracy": pairwise_outcomes(rows, score_fn).accuracy, "n": len(rows)}
 
 
 def math_pairs(rows: Sequence[BestOfNRow]) -> list[PrefRow]:
@@ -276,16 +279,14 @@ def evaluate_sets(
     results: dict[str, dict[str, float]] = {}
     for s in sets:
         if s.kind == "best_of_n":
-            pair_keys = [(f"{s.name}/pairs", math_pairs(s.bon))]
+            key, rows = f"{s.name}/pairs", math_pairs(s.bon)
             results[f"{s.name}/best_of_n"] = best_of_n(s.bon, score_fn)
         else:
-            pair_keys = [(f"{s.name}/best_of_4" if s.kind == "best_of_4" else s.name, s.pref)]
-        for key, rows in pair_keys:
-            got = pairwise_outcomes(rows, score_fn)
-            results[key] = {"accuracy": sum(got.wins) / len(rows) if rows else float("nan")}
-            results[key].update({"n": len(rows), **accuracy_interval(got)})
-            if outcomes is not None:
-                outcomes[key] = got
+            key, rows = (f"{s.name}/best_of_4" if s.kind == "best_of_4" else s.name), s.pref
+        got = pairwise_outcomes(rows, score_fn)
+        results[key] = {"accuracy": got.accuracy, "n": len(rows), **accuracy_interval(got)}
+        if outcomes is not None:
+            outcomes[key] = got
     return results
 
 

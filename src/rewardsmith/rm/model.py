@@ -276,7 +276,7 @@ class BiEncoder(Scorer):
         r = self._embed_all(self.clip_completions(completions), batch_size)
         where = {u: i for i, u in enumerate(unique)}
         rows = p[torch.tensor([where[x] for x in prompts], dtype=torch.long, device=p.device)]
-        scores = (self.head(rows) * r).sum(-1) / math.sqrt(p.shape[-1])
+        scores = self._paired(rows, r)
         self.train(was_training)
         return [float(x) for x in scores.float().cpu()]
 
@@ -290,12 +290,17 @@ class BiEncoder(Scorer):
         return out
 
     def _matrix(self, p: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """All scores s(p_i, r_j), (B, B)."""
         return self.head(p) @ r.T / math.sqrt(p.shape[-1])
+
+    def _paired(self, p: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """Row-aligned scores s(p_i, r_i), (B,): the diagonal of `_matrix`."""
+        return (self.head(p) * r).sum(-1) / math.sqrt(p.shape[-1])
 
     def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
         p, _ = self.embed(self.clip_prompts(prompts))
         r, _ = self.embed(self.clip_completions(completions))
-        return (self.head(p) * r).sum(-1) / math.sqrt(p.shape[-1])
+        return self._paired(p, r)
 
     def score_batch(
         self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
