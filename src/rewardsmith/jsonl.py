@@ -1,31 +1,146 @@
-"""Reading samples from JSONL and writing scored lines (DESIGN.md, "JSONL in/out").
+"""Reading JSON Lines (one reader for every file rewardsmith reads) and writing scored lines.
 
-Input lines: `{"id", "prompt", "completion", "reference", "task", "meta"}`; only
-`completion` is required. A reference that is not a string (a number, a JSON object such as
-a reasoning-gym entry) is kept as its JSON text. Errors name the line number.
+Every JSONL file rewardsmith reads (samples, examples, training prompts, evaluation sets,
+metrics) goes through `iter_jsonl`: gzip files (by their magic bytes, whatever the name),
+a UTF-8 byte-order mark and CRLF line ends are read transparently; blank lines are skipped;
+a byte that is not UTF-8, a line that is not JSON, or a file that is one JSON array raises
+`InputError` naming the path, the line and what to do about it.
+
+Sample lines (DESIGN.md, "JSONL in/out"): `{"id", "prompt", "completion", "reference",
+"task", "meta"}`; only `completion` is required. A reference that is not a string (a
+number, a JSON object such as a reasoning-gym entry) is kept as its JSON text.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from rewardsmith.errors import InputError
 from rewardsmith.types import Reward, Sample
 
 # How many bad lines one error message lists before it says "and N more".
 MAX_REPORTED_ERRORS = 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+ARRAY_HINT = (
+    "the file is one JSON array, not JSON Lines (one object per line); convert it with "
+    "`jq -c '.[]' FILE > FILE.jsonl`"
+)
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    try:
+        handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        magic = handle.read(2)
+        handle.seek(0)
+    except IsADirectoryError:
+        raise InputError(f"{path} is a folder, not a JSONL file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if magic == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+    return handle
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """`(line_number, text)` for every non-blank line of a text file (gzip, BOM and CRLF
+    handled); a byte that is not UTF-8 raises `InputError` naming its line and column."""
+    path = Path(path)
+    with _open_binary(path) as handle:
+        try:
+            for line_no, raw in enumerate(handle, start=1):
+                if line_no == 1 and raw.startswith(_BOM):
+                    raw = raw[len(_BOM) :]
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(
+                        f"{path}:{line_no}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                        f"{exc.start + 1}); re-encode the file as UTF-8, e.g. "
+                        "`iconv -f latin1 -t utf-8 FILE > FILE.utf8`"
+                    ) from None
+                if text.strip():
+                    yield line_no, text
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise InputError(f"{path}: cannot read the file: {exc}") from None
+
+
+def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple[int, Any]]:
+    """`(line_number, value)` for every line of a JSONL file; see the module docstring.
+
+    `allow_array=True` also reads a file that is one JSON array (MBPP's sanitized file, some
+    preference sets), yielding `(element_number, value)` from 1. Without it, such a file
+    raises `InputError` with a hint on converting it.
+    """
+    path = Path(path)
+    lines = iter_lines(path)
+    first = True
+    for line_no, text in lines:
+        if first and text.lstrip().startswith("["):
+            first = False
+            if allow_array:
+                rest = "".join(t for _, t in lines)
+                yield from _array_items(path, text + rest)
+                return
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                raise InputError(f"{path}:{line_no}: {ARRAY_HINT}") from None
+            yield line_no, value
+            continue
+        first = False
+        yield line_no, _decode(path, line_no, text)
+
+
+def _decode(path: Path, line_no: int, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}:{line_no}: not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
+
+
+def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: not a valid JSON array ({exc.msg}, line {exc.lineno} column {exc.colno})"
+        ) from None
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a JSON array or JSON Lines")
+    yield from enumerate(data, start=1)
+
+
+def read_jsonl(path: str | Path, *, allow_array: bool = False, objects: bool = True) -> list[Any]:
+    """Every value of a JSONL file (see `iter_jsonl`); with `objects` (default) each must be
+    a JSON object, else `InputError` names the first line that is not."""
+    out = []
+    for line_no, value in iter_jsonl(path, allow_array=allow_array):
+        if objects and not isinstance(value, dict):
+            raise InputError(f"{path}:{line_no}: expected a JSON object, got {_json_type(value)}")
+        out.append(value)
+    return out
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "true/false"}.get(
+        type(value), "a number" if isinstance(value, int | float) else "null"
+    )
 
 
 def sample_from_dict(data: Mapping[str, Any]) -> Sample:
     """Build a `Sample` from one input record; raise `InputError` saying what is wrong."""
     if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object, got {type(data).__name__}")
+        raise InputError(f"expected a JSON object, got {_json_type(data)}")
     if "completion" not in data:
         raise InputError("missing required field 'completion'")
     completion = data["completion"]
@@ -70,31 +185,25 @@ def as_samples(items: Iterable[Sample | Mapping[str, Any]]) -> list[Sample]:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Read and validate every line of a JSONL file before anything is scored.
+    """Read and validate every sample line of a JSONL file before anything is scored.
 
-    Blank lines are skipped. Any bad line raises `InputError` listing each bad line number,
-    so nothing is scored (and no output written) from a file that would lose lines.
+    Any bad line raises `InputError` listing each bad line number, so nothing is scored (and
+    no output written) from a file that would lose lines. An empty file gives `[]`.
     """
     records: list[dict[str, Any]] = []
     errors: list[str] = []
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    with handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                sample_from_dict(data)
-            except json.JSONDecodeError as exc:
-                errors.append(f"line {line_no}: not valid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            except InputError as exc:
-                errors.append(f"line {line_no}: {exc}")
-                continue
-            records.append(data)
+    for line_no, text in iter_lines(path):
+        if not records and not errors and text.lstrip().startswith("["):
+            raise InputError(f"{path}:{line_no}: {ARRAY_HINT}")
+        try:
+            data = _decode(path, line_no, text)
+            sample_from_dict(data)
+        except InputError as exc:
+            message = str(exc)
+            prefix = f"{path}:{line_no}: "
+            errors.append(f"line {line_no}: {message.removeprefix(prefix)}")
+            continue
+        records.append(data)
     if errors:
         shown = errors[:MAX_REPORTED_ERRORS]
         more = len(errors) - len(shown)
