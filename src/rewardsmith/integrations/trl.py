@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.combine import component_means
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.scoring import Scorer
@@ -243,17 +243,6 @@ def trl_value(reward: Reward) -> float | None:
     if reward.status == "not_applicable" or reward.score is None:
         return None
     return float(reward.score)
-
-
-def component_means(rewards: Iterable[Reward]) -> dict[str, float]:
-    """Mean of each component over the rewards that report it."""
-    sums: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    for reward in rewards:
-        for key, value in reward.components.items():
-            sums[key] += float(value)
-            counts[key] += 1
-    return {key: sums[key] / counts[key] for key in sorted(sums)}
 
 
 def reward_funcs(

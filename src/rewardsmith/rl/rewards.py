@@ -4,10 +4,12 @@ A tool is a library name (`gsm8k`, `math@2`, `gsm8k_with_format`), a `RewardTool
 `router` / `router:BACKEND` (`embedded`, `llm`, `rules`): the router picks the tool(s) for each
 sample, as `rewardsmith score` does without `--tool`.
 
-Each tool scores the whole rollout batch once through a `Scorer`. A reward that does not
-score (`not_applicable`, `invalid_reference`: score None) counts as 0 in the sum and is
-counted in the metrics; `timeout` / `error` rewards already carry 0.0. Every tool's mean and
-every component's mean are reported, so composites such as `gsm8k_with_format` show their parts.
+Each tool scores the whole rollout batch once through a `Scorer`; the weighted sum follows
+the one rule of `rewardsmith.combine` (a `timeout` / `error` part counts 0, a part that does
+not apply is left out, an invalid reference makes the whole sum unscored). A completion whose
+sum is unscored (None) gets 0 as its GRPO reward and is counted in the metrics
+(`reward/total/not_scored_frac`). Every tool's mean and every component's mean are reported,
+so composites such as `gsm8k_with_format` show their parts.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rewardsmith.combine import Weighted, combine, component_means
 from rewardsmith.errors import ConfigError
-from rewardsmith.integrations.trl import component_means
 from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer
 from rewardsmith.types import Reward, RewardTool, Sample
@@ -69,6 +71,7 @@ class RewardSet:
             raise ConfigError(f"reward tools listed twice: {names}")
         self.names = names
         self.weights = [float(w) for w in (weights or [1.0] * len(tools))]
+        self._parts = [Weighted(n, w) for n, w in zip(names, self.weights, strict=True)]
         self._owns_library = not isinstance(library, Library)
         self.library = library if isinstance(library, Library) else Library(library)
         self.scorers = [self._scorer(t) for t in tools]
@@ -88,15 +91,14 @@ class RewardSet:
             for p, c, r in zip(prompts, completions, references, strict=True)
         ]
         n = len(samples)
-        total = [0.0] * n
         per_tool: dict[str, list[float]] = {}
         metrics: dict[str, float] = {}
-        for name, weight, scorer in zip(self.names, self.weights, self.scorers, strict=True):
-            rewards: list[Reward] = scorer.score(samples)
+        by_tool: list[list[Reward]] = []
+        for name, scorer in zip(self.names, self.scorers, strict=True):
+            rewards: list[Reward] = scorer.score(samples).rewards
+            by_tool.append(rewards)
             values = [r.score if r.score is not None else 0.0 for r in rewards]
             per_tool[name] = values
-            for i, v in enumerate(values):
-                total[i] += weight * v
             metrics[f"reward/{name}"] = sum(values) / max(1, n)
             not_scored = sum(r.score is None for r in rewards)
             failed = sum(r.status in ("error", "timeout") for r in rewards)
@@ -106,6 +108,11 @@ class RewardSet:
                 metrics[f"reward/{name}/failed_frac"] = failed / n
             for key, mean in component_means(rewards).items():
                 metrics[f"reward/{name}/{key}"] = mean
+        combined = [combine(self._parts, [r[i] for r in by_tool]) for i in range(n)]
+        total = [c.score if c.score is not None else 0.0 for c in combined]
+        unscored = sum(c.score is None for c in combined)
+        if unscored:
+            metrics["reward/total/not_scored_frac"] = unscored / n
         return ScoredBatch(total, per_tool, metrics, time.perf_counter() - start)
 
     def close(self) -> None:

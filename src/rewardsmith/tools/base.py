@@ -51,6 +51,21 @@ def make_reward(
     )
 
 
+def score_batch(tool: RewardTool, samples: Sequence[Sample]) -> list[Reward]:
+    """`tool.score(samples)`, except that a tool that raises or returns the wrong number of
+    rewards (a bug in that tool) gives every sample `error`: one broken tool never takes the
+    rest of a batch, or a composite, down with it."""
+    try:
+        out = list(tool.score(samples))
+        if len(out) != len(samples):
+            raise RuntimeError(f"returned {len(out)} rewards for {len(samples)} samples")
+    except Exception as exc:
+        log.exception("tool %s failed on a batch of %d", tool.spec.ref, len(samples))
+        reason = f"tool failed: {type(exc).__name__}: {exc}"
+        return [make_reward(tool.spec, 0.0, "error", reason=reason) for _ in samples]
+    return out
+
+
 class AnswerVerifier(RewardTool):
     """Base class for tools that compare an extracted answer with a parsed reference."""
 

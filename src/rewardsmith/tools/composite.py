@@ -4,29 +4,10 @@ A composite names its parts by tool name; the library resolves them when it buil
 composite (`uses_other_tools = True`, see `library/registry.py`). Each part scores the whole
 batch once, then the composite combines the parts sample by sample.
 
-Modes:
-
-- `"sum"`: score = sum_i w_i * s_i over the parts. Weights are not normalized: give weights
-  that sum to 1 to keep the score in [0, 1]; negative weights or parts (length penalties)
-  are allowed.
-- `"gate"`: score = prod_g [s_g >= gate_threshold] * sum_i w_i * s_i, the product over the
-  parts marked `"gate": true` and the sum over the others. The gate is hard (0 or 1, not
-  s_g itself), so partial format credit never leaks into the correctness score: a correct
-  answer counts only in the right format (DeepSeek-R1-style format rewards, DAPO's
-  "correct and well-formed"). The weight of a gate part is not used.
-
-Statuses, per sample, when a part does not return `ok`:
-
-- `not_applicable`: the part is left out (a gate that does not apply does not block). When
-  no scoring part applies (no part in "sum", no non-gate part in "gate"), the composite is
-  `not_applicable` with score None.
-- `invalid_reference`: the composite is `invalid_reference` with score None: a part that
-  needs the reference cannot judge the sample, so any number would be made up.
-- `timeout` / `error`: the part counts as 0 (a failing gate blocks), and the composite takes
-  the worst such status (`error` before `timeout`), so metrics still count the failure.
-
-`components` holds every part's score under the part's tool name and every part's own
-components as `"part.component"`.
+Modes (`"sum"`, `"gate"`) and how a part that does not return `ok` counts are the one rule
+of `rewardsmith.combine`, shared with router decisions that name several tools and with
+GRPO reward sets. `components` holds every part's score under the part's tool name and every
+part's own components as `"part.component"`.
 """
 
 from __future__ import annotations
@@ -35,23 +16,16 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
+from rewardsmith.combine import MODES, Mode, Weighted, combine
 from rewardsmith.errors import ConfigError
-from rewardsmith.tools.base import make_reward
-from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
+from rewardsmith.tools.base import score_batch
+from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["sum", "gate"]
-MODES: tuple[Mode, ...] = ("sum", "gate")
 PART_KEYS = frozenset({"tool", "weight", "gate"})
-
-# A part's reason is clipped inside the composite's reason: the summary stays one short line.
-PART_REASON_CHARS = 60
-
-# Worst first: the composite reports the first of these that any part reports.
-_FAILURE_ORDER: tuple[Status, ...] = ("error", "timeout")
 
 
 @dataclass(frozen=True)
@@ -65,7 +39,11 @@ class Part:
 
 
 class CompositeTool(RewardTool):
-    """Weighted sum or gated sum of other tools' scores (see the module docstring)."""
+    """Weighted sum or gated sum of other tools' scores (see the module docstring).
+
+    `label` is what its rewards carry as `tool` (default: the spec's `name@version`); the
+    scorer labels the composite of a multi-tool router decision `a@1+b@1`.
+    """
 
     uses_other_tools = True
 
@@ -76,8 +54,10 @@ class CompositeTool(RewardTool):
         resolve: Callable[[str], RewardTool],
         mode: str = "sum",
         gate_threshold: float = 1.0,
+        label: str | None = None,
     ) -> None:
         self.spec = spec
+        self.label = label or spec.ref
         if mode not in MODES:
             raise ConfigError(
                 f"composite {spec.name!r}: unknown mode {mode!r}; expected one of {MODES}"
@@ -88,85 +68,15 @@ class CompositeTool(RewardTool):
             _parse_part(spec.name, i, raw, resolve) for i, raw in enumerate(_seq(spec.name, parts))
         ]
         _check_parts(spec.name, self.mode, self.parts)
+        self._weighted = [Weighted(p.name, p.weight, p.gate) for p in self.parts]
 
     def score(self, samples: Sequence[Sample]) -> list[Reward]:
-        per_part = [self._score_part(part, samples) for part in self.parts]
+        per_part = [score_batch(part.tool, samples) for part in self.parts]
         return [self._combine([rewards[i] for rewards in per_part]) for i in range(len(samples))]
 
-    def _score_part(self, part: Part, samples: Sequence[Sample]) -> list[Reward]:
-        # A broken part is a bug in that tool; the composite still answers every sample.
-        try:
-            rewards = list(part.tool.score(samples))
-            if len(rewards) != len(samples):
-                raise RuntimeError(f"returned {len(rewards)} rewards for {len(samples)} samples")
-        except Exception as exc:
-            log.warning("%s: part %s failed on a batch: %s", self.spec.ref, part.name, exc)
-            failed = make_reward(
-                part.tool.spec, 0.0, "error", reason=f"{type(exc).__name__}: {exc}"
-            )
-            return [failed] * len(samples)
-        return rewards
-
     def _combine(self, rewards: Sequence[Reward]) -> Reward:
-        components: dict[str, float] = {}
-        notes: list[str] = []
-        gate_open = True
-        total = 0.0
-        applied = 0
-        invalid: list[str] = []
-        failures: list[Status] = []
-        for part, reward in zip(self.parts, rewards, strict=True):
-            if reward.score is not None:
-                components[part.name] = reward.score
-            for key, value in reward.components.items():
-                components[f"{part.name}.{key}"] = value
-            if reward.status == "not_applicable":
-                notes.append(f"{part.name} n/a")
-                continue
-            if reward.status == "invalid_reference":
-                invalid.append(part.name)
-                notes.append(f"{part.name} invalid_reference ({_clip(reward.reason)})")
-                continue
-            value = reward.score if reward.status == "ok" and reward.score is not None else 0.0
-            if reward.status != "ok":
-                failures.append(reward.status)
-                notes.append(f"{part.name} {reward.status} ({_clip(reward.reason)})")
-            else:
-                notes.append(f"{part.name}={value:.3g}")
-            if part.gate:
-                if value < self.gate_threshold:
-                    gate_open = False
-            else:
-                total += part.weight * value
-                applied += 1
-        summary = "; ".join(notes)
-        if invalid:
-            return make_reward(
-                self.spec,
-                None,
-                "invalid_reference",
-                components=components,
-                reason=f"invalid reference for {', '.join(invalid)}: {summary}",
-            )
-        if applied == 0:
-            return make_reward(
-                self.spec,
-                None,
-                "not_applicable",
-                components=components,
-                reason=f"no scoring part applies: {summary}",
-            )
-        status: Status = next((s for s in _FAILURE_ORDER if s in failures), "ok")
-        if self.mode == "gate":
-            score = total if gate_open else 0.0
-            summary = f"gate {'passed' if gate_open else 'failed'}: {summary}"
-        else:
-            score = total
-        return make_reward(self.spec, score, status, components=components, reason=summary)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= PART_REASON_CHARS else text[: PART_REASON_CHARS - 3] + "..."
+        result = combine(self._weighted, rewards, self.mode, self.gate_threshold)
+        return Reward(result.score, result.status, result.components, self.label, result.reason)
 
 
 def _number(name: str, field: str, value: Any) -> float:
