@@ -53,7 +53,7 @@ def test_task_map_routes_each_task_and_unmapped_tasks_are_not_applicable(library
     assert [r.tool for r in rewards] == ["a@1", "b@1", "a@1", ""]
     assert rewards[3].status == "not_applicable" and "no tool for task 'other'" in rewards[3].reason
     assert (a.calls, b.calls) == (1, 1)
-    assert len(scorer.last_seconds) == 4
+    assert len(rewards.seconds) == 4 and rewards.decisions == [None] * 4
 
 
 def test_a_tool_that_raises_gives_error_rewards_not_an_exception(library: Library) -> None:
@@ -103,3 +103,40 @@ def test_parse_task_map(text: str, expected: dict[str, str]) -> None:
 def test_parse_task_map_rejects_malformed_entries(text: str) -> None:
     with pytest.raises(ConfigError, match="TASK=TOOL"):
         parse_task_map(text)
+
+
+class FixedRouter:
+    """A router stand-in that gives every sample the same decision."""
+
+    def __init__(self, decision: object) -> None:
+        self.decision = decision
+
+    def route(self, samples: Sequence[Sample]) -> list[object]:
+        return [self.decision] * len(samples)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_multi_tool_decision_is_scored_by_a_composite_with_the_common_rule(
+    library: Library,
+) -> None:
+    from rewardsmith.router.decision import Decision, ToolWeight
+
+    decision = Decision(
+        "tool", 0.95, "embedded", (ToolWeight("gsm8k@1", 0.8), ToolWeight("format_tags@1", 0.2))
+    )
+    scorer = Scorer(None, None, library, router=FixedRouter(decision))  # type: ignore[arg-type]
+    result = scorer.score(
+        [
+            Sample("<thinking>6*7</thinking><solution>42</solution>", reference="42"),
+            Sample("<thinking>6*7</thinking><solution>41</solution>", reference="42"),
+            # gsm8k cannot read this reference: the whole sum is unscored, format or not
+            Sample("<thinking>x</thinking><solution>1</solution>", reference="no number"),
+        ]
+    )
+    assert [r.score for r in result] == [pytest.approx(1.0), pytest.approx(0.2), None]
+    assert [r.status for r in result] == ["ok", "ok", "invalid_reference"]
+    assert {r.tool for r in result} == {"gsm8k@1+format_tags@1"}
+    assert result.decisions == [decision] * 3
+    assert result[0].components["gsm8k@1"] == 1.0

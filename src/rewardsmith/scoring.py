@@ -5,8 +5,10 @@ The tool for a sample is `task_map[sample.task]` when the map names its task, el
 With neither a tool nor a task map, the router picks the tool(s) for each sample (see
 `rewardsmith.router`); a sample the router sends to "synthesize" is `not_applicable` with
 the router's reason. With a task map, a sample whose task the map does not name gets no
-tool and is `not_applicable`. A tool that raises or returns the wrong number of rewards is a bug in that tool:
-its samples get status `error`; the rest of the batch is unaffected.
+tool and is `not_applicable`. A router decision that names several weighted tools is scored by
+a composite of them (`rewardsmith.combine`'s rule). A tool that raises or returns the wrong
+number of rewards is a bug in that tool: its samples get status `error`; the rest of the
+batch is unaffected.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
-from rewardsmith.types import Reward, RewardTool, Sample
+from rewardsmith.tools.base import score_batch
+from rewardsmith.tools.composite import CompositeTool
+from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
 if TYPE_CHECKING:
     from rewardsmith.router import Decision, Router
@@ -51,6 +55,32 @@ class ToolTiming:
     samples: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
+@dataclass(frozen=True)
+class ScoreResult(Sequence[Reward]):
+    """What `Scorer.score` returns: one `Reward` per sample, in order (the result is itself a
+    sequence of them), the router's `Decision` per sample (None where a tool or task map
+    chose), and the seconds attributed to each sample (its tool batch's time split evenly)."""
+
+    rewards: list[Reward]
+    decisions: list[Decision | None]
+    seconds: list[float]
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    @overload
+    def __getitem__(self, index: int) -> Reward: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Reward]: ...
+
+    def __getitem__(self, index: int | slice) -> Reward | list[Reward]:
+        return self.rewards[index]
+
+    def __iter__(self) -> Iterator[Reward]:
+        return iter(self.rewards)
+
+
 class Scorer:
     """Resolves tools once and scores batches; reuse one across batches (the CLI does)."""
 
@@ -74,12 +104,9 @@ class Scorer:
         )
         self._router_backend = router if isinstance(router, str) else "embedded"
         self._owns_router = self._router is None
-        #: The router's decision for each sample of the last `score` call (None: not routed).
-        self.last_decisions: list[Decision | None] = []
+        # The composite for each multi-tool router decision, built once.
+        self._composites: dict[tuple[tuple[str, float], ...], RewardTool] = {}
         self.timing = ToolTiming()
-        #: Seconds attributed to each sample of the last `score` call (its tool batch's time
-        #: split evenly), for per-task timing tables.
-        self.last_seconds: list[float] = []
 
     def _resolve(self, tool: str | RewardTool) -> RewardTool:
         return tool if isinstance(tool, RewardTool) else self.library.get(tool)
@@ -103,107 +130,81 @@ class Scorer:
             self._router = Router(self.library, self._router_backend)  # type: ignore[arg-type]
         return self._router
 
-    def score(self, samples: Iterable[Sample | Mapping[str, Any]]) -> list[Reward]:
+    def score(self, samples: Iterable[Sample | Mapping[str, Any]]) -> ScoreResult:
+        """One `Reward` per sample, in order, with the router's decisions and timings."""
         batch = as_samples(samples)
-        groups: dict[int, list[int]] = defaultdict(list)
-        tools: dict[int, RewardTool] = {}
         rewards: list[Reward | None] = [None] * len(batch)
         decisions: list[Decision | None] = [None] * len(batch)
         if self.routing and batch:
             decisions = list(self.router.route(batch))
-        # Samples routed to several weighted tools are scored by each, then combined.
-        combined: dict[int, list[tuple[RewardTool, float]]] = {}
+        groups: dict[int, list[int]] = defaultdict(list)
+        tools: dict[int, RewardTool] = {}
         for i, sample in enumerate(batch):
-            decision = decisions[i]
-            if decision is not None:
-                if decision.action != "tool":
-                    rewards[i] = Reward(
-                        None,
-                        "not_applicable",
-                        reason=f"router: no library tool fits, synthesis requested "
-                        f"({decision.kind}): {decision.why}",
-                    )
-                    continue
-                try:
-                    parts = [(self.library.get(t.tool), t.weight) for t in decision.tools]
-                except RewardsmithError as exc:  # a routed tool that cannot be built
-                    log.error("routed tool for sample %d cannot be built: %s", i, exc)
-                    rewards[i] = Reward(0.0, "error", reason=f"routed tool unavailable: {exc}")
-                    continue
-                if len(parts) > 1:
-                    combined[i] = parts
-                    for part, _ in parts:
-                        groups[id(part)].append(i)
-                        tools[id(part)] = part
-                    continue
-                chosen: RewardTool | None = parts[0][0]
-            else:
-                chosen = self.tool_for(sample)
+            chosen, unscored = self._choose(sample, decisions[i])
             if chosen is None:
-                rewards[i] = Reward(
-                    None,
-                    "not_applicable",
-                    reason=f"no tool for task {sample.task!r}: pass a tool or a task map",
-                )
+                rewards[i] = unscored
                 continue
             groups[id(chosen)].append(i)
             tools[id(chosen)] = chosen
         seconds = [0.0] * len(batch)
-        by_part: dict[tuple[int, str], Reward] = {}
         for key, indices in groups.items():
             chosen = tools[key]
             start = time.perf_counter()
-            for i, reward in zip(
-                indices, self._score_with(chosen, [batch[i] for i in indices]), strict=True
-            ):
-                if i in combined:
-                    by_part[(i, chosen.spec.ref)] = reward
-                else:
-                    rewards[i] = reward
+            scored = score_batch(chosen, [batch[i] for i in indices])
+            for i, reward in zip(indices, scored, strict=True):
+                rewards[i] = reward
             elapsed = time.perf_counter() - start
             for i in indices:
                 seconds[i] = elapsed / len(indices)
             self.timing.seconds[chosen.spec.ref] += elapsed
             self.timing.samples[chosen.spec.ref] += len(indices)
-        for i, parts in combined.items():
-            rewards[i] = combine_rewards([(by_part[(i, t.spec.ref)], w) for t, w in parts])
-        self.last_seconds = seconds
-        self.last_decisions = decisions
-        return [r for r in rewards if r is not None]
+        out: list[Reward] = []
+        for i, reward in enumerate(rewards):
+            if reward is None:  # a bug here, never a silently shorter list
+                log.error("sample %d got no reward from the scorer", i)
+                reward = Reward(0.0, "error", reason="internal error: the sample was not scored")
+            out.append(reward)
+        return ScoreResult(out, decisions, seconds)
 
-    @staticmethod
-    def _score_with(tool: RewardTool, samples: list[Sample]) -> list[Reward]:
+    def _choose(
+        self, sample: Sample, decision: Decision | None
+    ) -> tuple[RewardTool | None, Reward | None]:
+        """The tool for one sample, or None and the reward that says why it gets none."""
+        if decision is None:
+            chosen = self.tool_for(sample)
+            if chosen is None:
+                why = f"no tool for task {sample.task!r}: pass a tool or a task map"
+                return None, Reward(None, "not_applicable", reason=why)
+            return chosen, None
+        if decision.action != "tool":
+            why = (
+                f"router: no library tool fits, synthesis requested ({decision.kind}): "
+                f"{decision.why}"
+            )
+            return None, Reward(None, "not_applicable", reason=why)
         try:
-            out = tool.score(samples)
-            if len(out) != len(samples):
-                raise RuntimeError(f"returned {len(out)} rewards for {len(samples)} samples")
-        except Exception as exc:  # one broken tool must not take the batch down
-            log.exception("tool %s failed on a batch of %d", tool.spec.ref, len(samples))
-            reason = f"tool failed: {type(exc).__name__}: {exc}"
-            return [Reward(0.0, "error", tool=tool.spec.ref, reason=reason) for _ in samples]
-        return out
+            return self._decided_tool(decision), None
+        except RewardsmithError as exc:  # a routed tool that cannot be built
+            log.error("routed tool cannot be built: %s", exc)
+            return None, Reward(0.0, "error", reason=f"routed tool unavailable: {exc}")
+
+    def _decided_tool(self, decision: Decision) -> RewardTool:
+        """The decision's tool; several tools become one weighted-sum composite."""
+        if len(decision.tools) == 1:
+            return self.library.get(decision.tools[0].tool)
+        key = tuple((t.tool, t.weight) for t in decision.tools)
+        if key not in self._composites:
+            parts = [{"tool": t.tool, "weight": t.weight} for t in decision.tools]
+            refs = "+".join(self.library.get(t.tool).spec.ref for t in decision.tools)
+            spec = ToolSpec(name="routed", kind="composite", description=f"router: {refs}")
+            self._composites[key] = CompositeTool(spec, parts, self.library.get, label=refs)
+        return self._composites[key]
 
     def close(self) -> None:
         if self._router is not None and self._owns_router:
             self._router.close()
         if self._owns_library:
             self.library.close()
-
-
-def combine_rewards(parts: list[tuple[Reward, float]]) -> Reward:
-    """A weighted sum of several tools' rewards for one sample (a router decision with more
-    than one tool). The first part is the primary tool: when it did not score `ok`, its
-    reward is returned as is; another part that did not score counts as 0."""
-    primary = parts[0][0]
-    if primary.status != "ok" or primary.score is None:
-        return primary
-    total = sum(
-        w * (r.score if r.status == "ok" and r.score is not None else 0.0) for r, w in parts
-    )
-    components = {r.tool: (r.score or 0.0) for r, _ in parts}
-    tools = "+".join(r.tool for r, _ in parts)
-    reasons = "; ".join(f"{r.tool} x{w:g}: {r.reason}" for r, w in parts if r.reason)
-    return Reward(total, "ok", components, tools, reasons)
 
 
 def score(
@@ -223,6 +224,6 @@ def score(
     """
     scorer = Scorer(tool, task_map, library, router=router)
     try:
-        return scorer.score(samples)
+        return scorer.score(samples).rewards
     finally:
         scorer.close()

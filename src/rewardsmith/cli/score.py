@@ -83,10 +83,8 @@ def score(
             task_id = progress.add_task("scoring", total=len(records))
             for start in range(0, len(records), CHUNK_SIZE):
                 chunk = records[start : start + CHUNK_SIZE]
-                rewards = scorer.score(chunk)
-                for record, reward, seconds in zip(
-                    chunk, rewards, scorer.last_seconds, strict=True
-                ):
+                result = scorer.score(chunk)
+                for record, reward, seconds in zip(chunk, result, result.seconds, strict=True):
                     write_line(handle, scored_record(record, reward))
                     key = (record.get("task") or "-", reward.tool or "-")
                     stats[key].add(reward, seconds)

@@ -141,7 +141,7 @@ class RewardFunc:
             )
             for i in range(n)
         ]
-        return self.scorer.score(samples)
+        return self.scorer.score(samples).rewards
 
     def __call__(
         self,
