@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS events (
     version INTEGER,
     detail TEXT NOT NULL
 );
+-- The router reads its latest fit (kind, newest id) at every start: an index keeps that one
+-- row's lookup flat however long the log grows.
+CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, id);
 CREATE TRIGGER IF NOT EXISTS events_append_only_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_append_only_delete BEFORE DELETE ON events
@@ -173,13 +176,16 @@ class Library:
                 self._tools[key] = tool
         return tool
 
-    def history(self, tool: str | None = None, limit: int | None = None) -> list[Event]:
-        """Events, oldest first; only those about `tool` when given; the last `limit` ones."""
+    def history(
+        self, tool: str | None = None, limit: int | None = None, *, kind: str | None = None
+    ) -> list[Event]:
+        """Events, oldest first; only those about `tool` and of `kind` when given; the last
+        `limit` ones."""
         sql = "SELECT id, ts, kind, tool, version, detail FROM events"
-        args: tuple[Any, ...] = ()
-        if tool is not None:
-            sql += " WHERE tool = ?"
-            args = (tool,)
+        where = [(c, v) for c, v in (("tool", tool), ("kind", kind)) if v is not None]
+        args: tuple[Any, ...] = tuple(v for _, v in where)
+        if where:
+            sql += " WHERE " + " AND ".join(f"{c} = ?" for c, _ in where)
         sql += " ORDER BY id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"

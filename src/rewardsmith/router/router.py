@@ -73,7 +73,7 @@ def shared_embedder() -> MiniLMEmbedder:
 
 def load_state(library: Library) -> RouterState:
     """The latest `router_fit` state stored in the library (defaults when never fitted)."""
-    fits = [e for e in library.history() if e.kind == FIT_EVENT]
+    fits = library.history(kind=FIT_EVENT, limit=1)  # one row, however long the log
     if not fits:
         return RouterState()
     return RouterState.from_dict(fits[-1].detail.get("state", {}))
