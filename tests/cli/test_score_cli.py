@@ -187,3 +187,17 @@ def test_tools_add_rejects_bad_files(tmp_path: Path, content: str) -> None:
         app, ["tools", "add", str(tool_file), "--library", str(tmp_path / "l.db")]
     )
     assert result.exit_code != 0
+
+
+def test_an_error_message_with_markup_characters_prints_as_written(tmp_path: Path) -> None:
+    """A message holding `[/]` (a task map, a reference) must not crash the error printer."""
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"completion": "1"}\n')
+    command = [sys.executable, "-m", "rewardsmith.cli.main", "score", str(data)]
+    proc = subprocess.run(
+        [*command, "-o", str(tmp_path / "o.jsonl"), "--task-map", "[/]"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "bad task map entry '[/]'" in proc.stderr and "Traceback" not in proc.stderr

@@ -7,6 +7,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from rewardsmith.cli import bench as bench_cmd
 from rewardsmith.cli import convert as convert_cmd
@@ -41,7 +42,8 @@ def main() -> None:
     try:
         app()
     except RewardsmithError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        # The message is plain text: markup characters in it (`[/]`, paths) print as written.
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
         sys.exit(2)
 
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Literal
 
 from rewardsmith.errors import ConfigError
-from rewardsmith.tools.gsm8k import _numbers, extract_number, numbers_equal
+from rewardsmith.tools.gsm8k import extract_number, numbers_equal, numbers_in
 
 AnswerFormat = Literal["solution", "gsm8k"]
 ANSWER_FORMATS: tuple[AnswerFormat, ...] = ("solution", "gsm8k")
@@ -48,7 +48,7 @@ def extract_answer(completion: str, fmt: AnswerFormat = "solution") -> Fraction 
     if not blocks:
         return None
     inner = blocks[-1].strip()
-    found = _numbers(inner)
+    found = numbers_in(inner)
     # Exactly one number and nothing else but its own characters: "32", "$32", "32." pass,
     # "32 or 33" and "about 32 apples" do not.
     if len(found) != 1 or found[0] is None:

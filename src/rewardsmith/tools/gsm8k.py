@@ -61,19 +61,19 @@ def _to_fraction(match: re.Match[str]) -> Fraction | None:
     return -value if match.group("sign") else value
 
 
-def _numbers(text: str) -> list[Fraction | None]:
+def numbers_in(text: str) -> list[Fraction | None]:
     """Every number in `text`, in order (None for digit runs too long to be an answer)."""
     text = _FRAC_RE.sub(lambda m: f"{m.group(1)}/{m.group(2)}", text)
     return [_to_fraction(m) for m in _NUMBER_RE.finditer(text)]
 
 
 def _first_number(text: str) -> Fraction | None:
-    found = _numbers(text)
+    found = numbers_in(text)
     return found[0] if found else None
 
 
 def _last_number(text: str) -> Fraction | None:
-    found = _numbers(text)
+    found = numbers_in(text)
     return found[-1] if found else None
 
 
@@ -151,7 +151,7 @@ class GSM8KTool(AnswerVerifier):
             if value is None:
                 raise InvalidReferenceError(f"no number after '####' in reference {text[-80:]!r}")
             return value
-        found = _numbers(text)
+        found = numbers_in(text)
         if len(found) != 1 or found[0] is None:
             raise InvalidReferenceError(
                 f"reference {text[:80]!r} is not a number; expected a number like '72' or "
