@@ -20,7 +20,7 @@ from math_verify import parse, verify
 from rewardsmith.config import MAX_COMPLETION_CHARS, MAX_REFERENCE_CHARS
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.library.registry import BUILTINS, build_tool
-from rewardsmith.tools import math_worker
+from rewardsmith.tools import math as math_tool
 from rewardsmith.tools.math import MathTool
 from rewardsmith.types import Reward, Sample, ToolSpec
 
@@ -157,8 +157,8 @@ def test_each_distinct_reference_and_completion_is_parsed_once(
         calls.append(text)
         return parse(text, **kwargs)
 
-    monkeypatch.setattr(math_worker, "parse", counting_parse)
-    math_worker._parse_gold_cached.cache_clear()
+    monkeypatch.setattr(math_tool, "parse", counting_parse)
+    math_tool._parse_gold_cached.cache_clear()
     group = ["\\boxed{5}", "\\boxed{6}", "\\boxed{5}", "\\boxed{5}", "\\boxed{6}", "\\boxed{5}"]
     rewards = MathTool(workers=0).score([Sample(completion=c, reference="5") for c in group])
     assert [r.score for r in rewards] == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
