@@ -273,4 +273,3 @@ class MathTool(AnswerVerifier):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-
