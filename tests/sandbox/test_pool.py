@@ -200,10 +200,9 @@ def test_per_call_limits_below_and_above_the_pools() -> None:
         assert higher.status == "ok" and higher.stdout == "allocated\n"
         assert sandbox.run(hog).status == "memory"  # the next child has the pool's limits
         lower = SandboxLimits(wall_seconds=5.0, cpu_seconds=1.0, memory_mb=64)
-        start = time.monotonic()
         spin = sandbox.run("while True:\n    pass\n", limits=lower)
-        assert spin.status == "timeout" and "CPU" in spin.reason
-        assert time.monotonic() - start < 3.0
+        # The lowered CPU limit ended it, not the wall clock (however busy the machine is).
+        assert spin.status == "timeout" and "CPU time limit of 1 s" in spin.reason
         assert sandbox.run("print(sum(range(4)))", stdin="x" * 100_000).stdout == "6\n"
         echo = "import sys\nprint(len(sys.stdin.read()))"
         assert sandbox.run(echo, stdin="y" * 100_000).stdout == "100000\n"
@@ -235,9 +234,12 @@ def test_a_killed_prepared_child_costs_one_error_then_runs_go_on() -> None:
         child = _prepared_child(zygote_pid(zygote))
         os.kill(child, signal.SIGKILL)
         # Killed while waiting for its job, it might have read part of one: the zygote
-        # cannot trust the pipe, so it exits and the pool replaces it. One error that says
-        # so; the next run works.
+        # cannot trust the pipe, so it exits and the pool replaces it. The next run meets
+        # that (an error that says so) or, if the pool saw the zygote gone first, runs on
+        # the replacement; no run is answered from the old pipe.
         results = [sandbox.run(f"print({n})") for n in (2, 3)]
-        assert results[0].status == "error" and "died" in results[0].reason
+        first = results[0]
+        assert first.stdout == "2\n" or (first.status == "error" and "died" in first.reason)
         assert results[1].stdout == "3\n"
         assert sandbox.stats.restarts == 1
+        assert sandbox.worker_pids() != [zygote]
