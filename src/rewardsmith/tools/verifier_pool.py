@@ -77,7 +77,7 @@ class _Chunk:
     attempts: int = 1
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a replaced worker is another one
 class _Worker:
     """One worker process; `chunks` were sent to it and are answered in order."""
 
@@ -189,18 +189,12 @@ class VerifierPool:
     def verify(self, groups: Sequence[Group]) -> list[list[Reward]]:
         """One reward per completion of each group, in order; returns within the deadlines."""
         results: list[list[Reward | None]] = [[None] * len(g.completions) for g in groups]
-        chunks = [
-            _Chunk(
-                group.reference,
-                [
-                    (g, k)
-                    for k in range(start, min(start + CHUNK_COMPLETIONS, len(group.completions)))
-                ],
-                list(group.completions[start : start + CHUNK_COMPLETIONS]),
-            )
-            for g, group in enumerate(groups)
-            for start in range(0, len(group.completions), CHUNK_COMPLETIONS)
-        ]
+        chunks = []
+        for g, group in enumerate(groups):
+            for start in range(0, len(group.completions), CHUNK_COMPLETIONS):
+                texts = list(group.completions[start : start + CHUNK_COMPLETIONS])
+                slots = [(g, start + k) for k in range(len(texts))]
+                chunks.append(_Chunk(group.reference, slots, texts))
         if chunks:
             self._run(chunks, results)
         return [
