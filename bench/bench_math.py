@@ -11,7 +11,7 @@ Data: Qwen2.5-Math's 100 MATH problems x 8 real model responses
 which plain `parse` and the tool read the same way (the tool wraps a bare `gt` so itself),
 so the two must agree on every decision; the script exits 1 if they do not.
 
-Both sides are warmed the same way first (`math_worker.warm_up`: sympy's lazy imports and
+Both sides are warmed the same way first (`MathTool.warm_up`: sympy's lazy imports and
 the LaTeX grammar), and the pool's start-up is timed apart. The first round sees every
 completion for the first time, like a training step; `--repeat N` adds rounds over the same
 samples, where math-verify's and sympy's caches are warm on both sides, and reports medians.
@@ -38,7 +38,6 @@ from typing import Any
 from math_verify import parse, verify
 
 from rewardsmith.tools.math import MathTool, default_workers
-from rewardsmith.tools.math_worker import warm_up
 from rewardsmith.types import Sample
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     distinct = len({(s.reference, s.completion) for s in samples})
     print(f"data: {path} ({len(rows)} problems, {len(samples)} samples, {distinct} distinct)")
 
-    warm_up()  # first uses of sympy and the LaTeX grammar, which workers pay before ready
+    MathTool(workers=0).warm_up()  # first uses of sympy and the LaTeX grammar, as workers do
     tool = MathTool(workers=args.workers)
     base_times, tool_times = [], []
     try:

@@ -87,8 +87,7 @@ def _proc_cpu(pid: int) -> float:
 def pool_cpu(box: Sandbox) -> float:
     """CPU seconds used so far by this process and the sandbox's zygotes (and their runs)."""
     total = time.process_time()
-    for worker in box._all:
-        pid = worker.proc.pid
+    for pid in box.worker_pids():
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             kids = [int(k) for k in f.read().split()]
         total += sum(_proc_cpu(p) for p in [pid, *kids])

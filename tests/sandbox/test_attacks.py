@@ -18,7 +18,8 @@ from sandbox_helpers import (  # noqa: F401
     box,
     code_tool,
     double_fork_daemon,
-    sandbox_processes,
+    leftover_processes,
+    unique_marker,
 )
 
 from rewardsmith.sandbox import Sandbox
@@ -38,12 +39,14 @@ def grade(tool: CodeTool, code: str) -> tuple[Reward, float]:
     return reward, time.monotonic() - start
 
 
-def assert_contained(reward: Reward, elapsed: float, *statuses: str, marker: str | None = None):
+def assert_contained(
+    tool: CodeTool, reward: Reward, elapsed: float, *statuses: str, marker: str | None = None
+) -> None:
     assert reward.score == 0.0, reward
     assert reward.status in statuses, reward
     assert reward.reason, "a failed run must say why"
     assert elapsed < LIMITS.wall_seconds + GRACE, f"caller waited {elapsed:.1f} s"
-    assert sandbox_processes(marker) == []
+    assert leftover_processes(tool.sandbox.worker_pids(), marker) == []
 
 
 def test_correct_solution_scores_one(code_tool: CodeTool) -> None:
@@ -57,18 +60,18 @@ def test_correct_solution_scores_one(code_tool: CodeTool) -> None:
 
 def test_infinite_loop_at_import(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "while True:\n    pass\n" + CORRECT)
-    assert_contained(reward, elapsed, "timeout")
+    assert_contained(code_tool, reward, elapsed, "timeout")
 
 
 def test_infinite_loop_inside_the_tested_function(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "def add(a, b):\n    while True:\n        a += 1\n")
-    assert_contained(reward, elapsed, "timeout")
+    assert_contained(code_tool, reward, elapsed, "timeout")
 
 
 def test_sleeping_forever_hits_the_wall_clock(code_tool: CodeTool) -> None:
     # No CPU used, so only the wall-clock deadline can end it.
     reward, elapsed = grade(code_tool, "import time\ntime.sleep(1000)\n" + CORRECT)
-    assert_contained(reward, elapsed, "timeout")
+    assert_contained(code_tool, reward, elapsed, "timeout")
 
 
 def test_ignoring_sigterm_and_sigxcpu_does_not_help(code_tool: CodeTool) -> None:
@@ -79,7 +82,7 @@ def test_ignoring_sigterm_and_sigxcpu_does_not_help(code_tool: CodeTool) -> None
         "while True:\n    pass\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "timeout")
+    assert_contained(code_tool, reward, elapsed, "timeout")
 
 
 # -- processes ---------------------------------------------------------------------------
@@ -90,49 +93,49 @@ def test_fork_bomb(code_tool: CodeTool) -> None:
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "timeout", "error")
+    assert_contained(code_tool, reward, elapsed, "timeout", "error")
 
 
 def test_subprocess_daemon_is_killed_after_the_run(code_tool: CodeTool) -> None:
     # A detached grandchild in its own session outlives a process-group kill; the PID
     # namespace (or the per-run uid) must still take it down.
-    marker = "987654.321"
+    marker = unique_marker()
     code = (
         "import subprocess\n"
         f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n"
         "import sys\nsys.exit(0)\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok", marker=marker)
+    assert_contained(code_tool, reward, elapsed, "ok", marker=marker)
     assert "SystemExit" in reward.reason
 
 
 def test_double_fork_daemon_survives_nothing(box: Sandbox) -> None:
-    marker = "876543.21"
+    marker = unique_marker()
     code = double_fork_daemon(marker)
     result = box.run(code)
     assert result.status == "ok"
-    assert sandbox_processes(marker) == []
+    assert leftover_processes(box.worker_pids(), marker) == []
 
 
 def test_spawning_a_shell_that_writes_outside(code_tool: CodeTool, tmp_path: Path) -> None:
     target = tmp_path / "pwned"
     code = f"import subprocess\nsubprocess.run(['sh', '-c', 'echo x > {target}'])\n"
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert not target.exists()
 
 
 def test_os_exit_before_the_tests(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "import os\nos._exit(0)\n" + CORRECT)
-    assert_contained(reward, elapsed, "error")
+    assert_contained(code_tool, reward, elapsed, "error")
     assert "before the tests" in reward.reason
 
 
 def test_killing_itself_with_sigkill(code_tool: CodeTool) -> None:
     code = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n" + CORRECT
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "error")
+    assert_contained(code_tool, reward, elapsed, "error")
     assert "SIGKILL" in reward.reason
 
 
@@ -153,32 +156,32 @@ def test_signalling_the_zygote_and_everyone(code_tool: CodeTool, box: Sandbox) -
 
 def test_memory_bomb_one_allocation(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "x = bytearray(50 * 1024**3)\n" + CORRECT)
-    assert_contained(reward, elapsed, "error")
+    assert_contained(code_tool, reward, elapsed, "error")
     assert "memory" in reward.reason
 
 
 def test_memory_bomb_growing(code_tool: CodeTool) -> None:
     code = "chunks = []\nwhile True:\n    chunks.append(' ' * 10_000_000)\n"
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "error")
+    assert_contained(code_tool, reward, elapsed, "error")
     assert "memory" in reward.reason
 
 
 def test_recursion_bomb(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "def add(a, b):\n    return add(a, b)\n")
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert "RecursionError" in reward.reason
 
 
 def test_c_stack_overflow_with_raised_recursion_limit(code_tool: CodeTool) -> None:
     code = "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return f(n + 1)\nf(0)\n"
     reward, elapsed = grade(code_tool, code + CORRECT)
-    assert_contained(reward, elapsed, "error", "timeout")
+    assert_contained(code_tool, reward, elapsed, "error", "timeout")
 
 
 def test_ctypes_segfault(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "import ctypes\nctypes.string_at(0)\n" + CORRECT)
-    assert_contained(reward, elapsed, "error")
+    assert_contained(code_tool, reward, elapsed, "error")
     assert "SIGSEGV" in reward.reason
 
 
@@ -201,7 +204,7 @@ def test_huge_output_is_clipped(box: Sandbox) -> None:
 
 def test_endless_output_times_out(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "while True:\n    print('x' * 100000)\n")
-    assert_contained(reward, elapsed, "timeout")
+    assert_contained(code_tool, reward, elapsed, "timeout")
 
 
 def test_writing_outside_the_working_directory(code_tool: CodeTool, tmp_path: Path) -> None:
@@ -212,7 +215,7 @@ def test_writing_outside_the_working_directory(code_tool: CodeTool, tmp_path: Pa
         "    try:\n        open(path, 'w').write('x')\n    except OSError:\n        pass\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert not target.exists()
     assert not Path("/etc/rewardsmith_pwned").exists()
     assert not (REPO_ROOT / "pwned.txt").exists()
@@ -239,7 +242,7 @@ def test_giant_file_hits_the_file_size_limit(code_tool: CodeTool) -> None:
     # Python ignores SIGXFSZ, so the write fails with EFBIG instead of killing the process.
     code = "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 1_000_000)\n"
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert "File too large" in reward.reason
 
 
@@ -306,7 +309,7 @@ def test_connecting_to_a_local_listener(code_tool: CodeTool, box: Sandbox) -> No
         reward, elapsed = grade(code_tool, code)
         with pytest.raises(TimeoutError):
             listener.accept()
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert "unreachable" in reward.reason or "refused" in reward.reason
 
 
@@ -323,7 +326,7 @@ def test_reaching_the_internet(box: Sandbox) -> None:
 
 def test_sys_exit_zero_before_the_tests(code_tool: CodeTool) -> None:
     reward, elapsed = grade(code_tool, "import sys\nsys.exit(0)\n" + CORRECT)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert reward.components["passed"] == 0.0
 
 
@@ -334,7 +337,7 @@ def test_printing_a_fake_success_marker(code_tool: CodeTool) -> None:
         "def add(a, b):\n    return 0\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
 
 
 def test_monkeypatching_builtins_used_by_the_harness(code_tool: CodeTool) -> None:
@@ -347,7 +350,7 @@ def test_monkeypatching_builtins_used_by_the_harness(code_tool: CodeTool) -> Non
         "def add(a, b):\n    return 0\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert reward.components["passed"] == 0.0
 
 
@@ -360,7 +363,7 @@ def test_forging_records_on_every_descriptor(code_tool: CodeTool) -> None:
         "def add(a, b):\n    return 0\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "error")
+    assert_contained(code_tool, reward, elapsed, "error")
     assert "tampered" in reward.reason
 
 
@@ -372,7 +375,7 @@ def test_always_equal_object(code_tool: CodeTool) -> None:
         "def add(a, b):\n    return Yes()\n"
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
 
 
 def test_searching_memory_for_the_nonce(code_tool: CodeTool) -> None:
@@ -381,7 +384,7 @@ def test_searching_memory_for_the_nonce(code_tool: CodeTool) -> None:
         + CORRECT
     )
     reward, elapsed = grade(code_tool, code)
-    assert_contained(reward, elapsed, "ok")
+    assert_contained(code_tool, reward, elapsed, "ok")
     assert "not available" in reward.reason
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sandbox_helpers import GRACE, LIMITS, double_fork_daemon, sandbox_processes
+from sandbox_helpers import GRACE, LIMITS, double_fork_daemon, leftover_processes, unique_marker
 
 from rewardsmith.sandbox import Sandbox
 from rewardsmith.sandbox.worker import _descendants
@@ -25,10 +25,10 @@ def plain() -> Iterator[Sandbox]:
 
 def descendants_of_zygote(sandbox: Sandbox, settle: float = 1.0) -> list[int]:
     """The zygote's live descendants other than its one waiting child, after `settle` s."""
-    [worker] = sandbox._all
+    [zygote] = sandbox.worker_pids()
     deadline = time.monotonic() + settle
     while True:
-        tree = [p for p in _descendants(worker.proc.pid, set()) if not _zombie(p)]
+        tree = [p for p in _descendants(zygote, set()) if not _zombie(p)]
         if len(tree) <= 1 or time.monotonic() > deadline:
             return tree[1:] if len(tree) == 1 else tree
         time.sleep(0.02)
@@ -64,10 +64,10 @@ def test_fork_bomb_leaves_no_process(plain: Sandbox) -> None:
 
 
 def test_daemon_that_left_the_process_group_is_killed(plain: Sandbox) -> None:
-    marker = "654321.98"
+    marker = unique_marker()
     code = double_fork_daemon(marker)
     assert plain.run(code).status == "ok"
-    assert sandbox_processes(marker) == []
+    assert leftover_processes(plain.worker_pids(), marker) == []
 
 
 def test_environment_is_scrubbed_and_directory_removed(plain: Sandbox) -> None:
@@ -83,7 +83,7 @@ def test_run_folders_on_the_host_are_removed_on_close_and_after_a_crash() -> Non
     [first] = sandbox._all
     crashed = first.host_tmp_root
     assert crashed is not None and os.path.isdir(crashed)
-    os.kill(first.proc.pid, signal.SIGKILL)  # it cannot clean up after itself
+    os.kill(first.pid, signal.SIGKILL)  # it cannot clean up after itself
     results = [sandbox.run("print(2)") for _ in range(2)]  # one meets the death
     assert results[-1].stdout == "2\n"
     assert not os.path.exists(crashed)

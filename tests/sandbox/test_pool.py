@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -11,10 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from sandbox_helpers import GRACE, LIMITS, box, sandbox_processes  # noqa: F401
+from sandbox_helpers import GRACE, LIMITS, box, leftover_processes, unique_marker  # noqa: F401
 
-from rewardsmith.sandbox import EXEC_STATUSES, Sandbox, SandboxLimits
+from rewardsmith.sandbox import Sandbox, SandboxLimits
 from rewardsmith.sandbox.child import READY_NAME
+from rewardsmith.sandbox.worker import SANDBOX_UID_BASE
 
 
 def zygote_pid(pid: int) -> int:
@@ -35,7 +37,6 @@ def test_statuses_of_ordinary_runs(box: Sandbox) -> None:
     for source, status, code in table:
         result = box.run(source)
         assert (result.status, result.exit_code) == (status, code), (source, result)
-        assert result.status in EXEC_STATUSES
     assert "ValueError: x" in box.run("raise ValueError('x')").stderr
 
 
@@ -46,10 +47,34 @@ def test_stdin_reaches_the_program(box: Sandbox) -> None:
     assert box.run("import sys\nprint(len(sys.stdin.read().split()))", big).stdout == "100000\n"
 
 
-def test_isolation_report_says_what_was_achieved(box: Sandbox) -> None:
+NAMESPACES = {"pid_ns": "pid", "net_ns": "net", "mount_ns": "mnt", "ipc_ns": "ipc"}
+
+
+def test_isolation_report_matches_what_a_run_sees(box: Sandbox) -> None:
+    # Each flag the report gives is checked against the run itself, whatever this machine
+    # allows: its namespaces against ours, its uid, and whether its /tmp is the host's.
     info = box.isolation
-    for key in ("pid_ns", "net_ns", "mount_ns", "private_tmp", "drop_uid"):
-        assert isinstance(info[key], bool)
+    name = f"rs-isolation-{unique_marker()}"
+    probe = (
+        "import json, os\n"
+        f"open('/tmp/{name}', 'w').close()\n"
+        "ns = {k: os.readlink(f'/proc/self/ns/{k}') for k in ('pid', 'net', 'mnt', 'ipc')}\n"
+        "print(json.dumps({'ns': ns, 'uid': os.getuid(), 'ppid': os.getppid()}))\n"
+    )
+    seen = json.loads(box.run(probe).stdout)
+    host_file = Path("/tmp") / name
+    try:
+        assert host_file.exists() is not info["private_tmp"]
+    finally:
+        host_file.unlink(missing_ok=True)
+    for flag, kind in NAMESPACES.items():
+        assert info[flag] is (seen["ns"][kind] != os.readlink(f"/proc/self/ns/{kind}")), flag
+    # The run's parent is its zygote: PID 1 of its own namespace, or a host process.
+    assert (seen["ppid"] == 1) is info["pid_ns"]
+    if info["drop_uid"]:
+        assert seen["uid"] - SANDBOX_UID_BASE in box.worker_pids()
+    else:
+        assert seen["uid"] == os.getuid()
 
 
 def test_overload_never_deadlocks(box: Sandbox) -> None:
@@ -65,8 +90,8 @@ def test_overload_never_deadlocks(box: Sandbox) -> None:
 def test_a_killed_worker_is_replaced() -> None:
     with Sandbox(workers=1, limits=LIMITS) as sandbox:
         assert sandbox.run("print(1)").ok
-        [worker] = sandbox._all
-        os.kill(worker.proc.pid, signal.SIGKILL)
+        [killed] = sandbox.worker_pids()
+        os.kill(killed, signal.SIGKILL)
         # The pool may see the death before the next run (it replaces the worker quietly)
         # or meet it during one of the next two (the zygote may still answer once while its
         # parent is gone): that run says so. None hangs or fakes success, and the runs after
@@ -81,31 +106,35 @@ def test_a_killed_worker_is_replaced() -> None:
         )
         assert results[-1].stdout == "4\n"
         assert sandbox.stats.restarts == 1
-        assert sandbox._all[0] is not worker and not worker.alive()
+        [replacement] = sandbox.worker_pids()
+        assert replacement != killed and not _alive(killed)
 
 
 def test_a_worker_that_stops_answering_is_replaced_in_time() -> None:
     limits = SandboxLimits(wall_seconds=0.5, cpu_seconds=0.5)
     with Sandbox(workers=1, limits=limits) as sandbox:
         assert sandbox.run("print(1)").ok
-        [worker] = sandbox._all
-        os.kill(zygote_pid(worker.proc.pid), signal.SIGSTOP)  # wedged in the kernel, say
+        [stopped] = sandbox.worker_pids()
+        os.kill(zygote_pid(stopped), signal.SIGSTOP)  # wedged in the kernel, say
         start = time.monotonic()
         result = sandbox.run("print(2)")
         assert result.status == "timeout"
         assert time.monotonic() - start < limits.wall_seconds + GRACE + 0.5
         assert sandbox.run("print(3)").stdout == "3\n"
-    assert sandbox_processes() == []
+        zygotes = [stopped, *sandbox.worker_pids()]
+    assert leftover_processes(zygotes) == []
+    assert not any(_alive(pid) for pid in zygotes)
 
 
 def test_closing_the_sandbox_ends_every_process() -> None:
     sandbox = Sandbox(workers=2, limits=LIMITS)
     sandbox.map([{"mode": "exec", "source": "print(1)"}] * 2)
-    pids = [w.proc.pid for w in sandbox._all]
+    pids = sandbox.worker_pids()
+    assert len(pids) == 2
     sandbox.close()
-    for pid in pids:
-        stat = Path(f"/proc/{pid}/stat")
-        assert not stat.exists() or " Z " in stat.read_text()
+    assert not any(_alive(pid) for pid in pids)
+    assert leftover_processes(pids) == []
+    assert sandbox.worker_pids() == []
     assert sandbox.run("print(1)").status == "error"  # closed: a result, not an exception
 
 
@@ -121,7 +150,7 @@ def test_zygotes_exit_when_the_caller_dies() -> None:
         "from rewardsmith.sandbox import Sandbox\n"
         "box = Sandbox(workers=2)\n"
         "box.map([{'mode': 'exec', 'source': 'pass'}] * 2)\n"
-        "print(' '.join(str(w.proc.pid) for w in box._all), flush=True)\n"
+        "print(' '.join(str(pid) for pid in box.worker_pids()), flush=True)\n"
         "os.kill(os.getpid(), 9)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
@@ -131,7 +160,7 @@ def test_zygotes_exit_when_the_caller_dies() -> None:
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
-    assert sandbox_processes() == []
+    assert leftover_processes(pids) == []
 
 
 def _alive(pid: int) -> bool:
@@ -171,10 +200,9 @@ def test_per_call_limits_below_and_above_the_pools() -> None:
         assert higher.status == "ok" and higher.stdout == "allocated\n"
         assert sandbox.run(hog).status == "memory"  # the next child has the pool's limits
         lower = SandboxLimits(wall_seconds=5.0, cpu_seconds=1.0, memory_mb=64)
-        start = time.monotonic()
         spin = sandbox.run("while True:\n    pass\n", limits=lower)
-        assert spin.status == "timeout" and "CPU" in spin.reason
-        assert time.monotonic() - start < 3.0
+        # The lowered CPU limit ended it, not the wall clock (however busy the machine is).
+        assert spin.status == "timeout" and "CPU time limit of 1 s" in spin.reason
         assert sandbox.run("print(sum(range(4)))", stdin="x" * 100_000).stdout == "6\n"
         echo = "import sys\nprint(len(sys.stdin.read()))"
         assert sandbox.run(echo, stdin="y" * 100_000).stdout == "100000\n"
@@ -202,13 +230,16 @@ def _prepared_child(zygote: int) -> int:
 def test_a_killed_prepared_child_costs_one_error_then_runs_go_on() -> None:
     with Sandbox(workers=1, limits=LIMITS) as sandbox:
         assert sandbox.run("print(1)").ok
-        [worker] = sandbox._all
-        child = _prepared_child(zygote_pid(worker.proc.pid))
+        [zygote] = sandbox.worker_pids()
+        child = _prepared_child(zygote_pid(zygote))
         os.kill(child, signal.SIGKILL)
         # Killed while waiting for its job, it might have read part of one: the zygote
-        # cannot trust the pipe, so it exits and the pool replaces it. One error that says
-        # so; the next run works.
+        # cannot trust the pipe, so it exits and the pool replaces it. The next run meets
+        # that (an error that says so) or, if the pool saw the zygote gone first, runs on
+        # the replacement; no run is answered from the old pipe.
         results = [sandbox.run(f"print({n})") for n in (2, 3)]
-        assert results[0].status == "error" and "died" in results[0].reason
+        first = results[0]
+        assert first.stdout == "2\n" or (first.status == "error" and "died" in first.reason)
         assert results[1].stdout == "3\n"
         assert sandbox.stats.restarts == 1
+        assert sandbox.worker_pids() != [zygote]

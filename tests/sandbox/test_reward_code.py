@@ -5,7 +5,7 @@ each rejected at the stage that should catch it, with that stage's reason."""
 from __future__ import annotations
 
 import pytest
-from sandbox_helpers import LIMITS, box, sandbox_processes  # noqa: F401
+from sandbox_helpers import LIMITS, box, leftover_processes  # noqa: F401
 
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY, build_tool
@@ -92,7 +92,7 @@ def test_rejected_at_the_right_stage(box: Sandbox, source: str, stage: int, word
     assert failed is not None and failed.stage == stage, report.reason
     assert words in report.reason, report.reason
     assert report.reason.startswith(f"stage {stage} ({failed.name}): ")
-    assert sandbox_processes() == []
+    assert leftover_processes(box.worker_pids()) == []
 
 
 def test_good_reward_function_is_admitted(box: Sandbox) -> None:
@@ -124,6 +124,20 @@ def test_reward_function_tool_scores_batches_in_the_sandbox() -> None:
         tool.close()
     assert [r.score for r in rewards] == [1.0, 0.0, 0.0]
     assert all(r.status == "ok" and r.tool == "last_number@1" for r in rewards)
+
+
+def test_reward_function_tool_scores_full_chunks_whole() -> None:
+    # A chunk of 64 scores is a long result record: it must come back whole, not clipped.
+    source = "BOUNDS = (0.0, 10.0)\n" + body("len(c) / 1000.0 + 1 / 3000.0")
+    spec = ToolSpec(name="length_fn", kind="code", provenance="search")
+    tool = build_tool(spec, {"factory": REWARD_FUNCTION_FACTORY, "params": {"source": source}})
+    try:
+        samples = [Sample(completion="x" * n) for n in range(150)]
+        rewards = tool.score(samples)
+    finally:
+        tool.close()
+    assert [r.score for r in rewards] == [n / 1000.0 + 1 / 3000.0 for n in range(150)]
+    assert {r.status for r in rewards} == {"ok"}
 
 
 def test_reward_function_tool_refuses_code_that_is_not_admitted() -> None:

@@ -20,7 +20,7 @@ from math_verify import parse, verify
 from rewardsmith.config import MAX_COMPLETION_CHARS, MAX_REFERENCE_CHARS
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.library.registry import BUILTINS, build_tool
-from rewardsmith.tools import math_worker
+from rewardsmith.tools import math as math_tool
 from rewardsmith.tools.math import MathTool
 from rewardsmith.types import Reward, Sample, ToolSpec
 
@@ -130,9 +130,20 @@ def test_invalid_reference(tool: MathTool, reference: str | None) -> None:
 
 
 def test_in_process_scoring_matches_the_pool(tool: MathTool) -> None:
+    # One rule (`check_group`) in both places: scores, statuses and reasons are identical.
     samples = [Sample(completion=c, reference=r) for r, c, _ in CASES]
-    local = MathTool(workers=0)
-    assert [r.score for r in local.score(samples)] == [r.score for r in tool.score(samples)]
+    samples += [Sample(completion="\\boxed{1}", reference=r) for r in (None, "", "\\text{}")]
+    samples += [Sample(completion=c, reference="42") for c in ("", "no idea", "\\boxed{}")]
+    assert MathTool(workers=0).score(samples) == tool.score(samples)
+
+
+def test_workers_stamp_rewards_with_the_tools_own_spec() -> None:
+    spec = ToolSpec(name="competition_math", version=4, domains=("math",))
+    tool = MathTool(spec, workers=1)
+    try:
+        assert one(tool, "4", "\\boxed{4}").tool == "competition_math@4"
+    finally:
+        tool.close()
 
 
 def test_one_reward_per_sample_in_order(tool: MathTool) -> None:
@@ -157,8 +168,8 @@ def test_each_distinct_reference_and_completion_is_parsed_once(
         calls.append(text)
         return parse(text, **kwargs)
 
-    monkeypatch.setattr(math_worker, "parse", counting_parse)
-    math_worker._parse_gold_cached.cache_clear()
+    monkeypatch.setattr(math_tool, "parse", counting_parse)
+    math_tool._parse_gold_cached.cache_clear()
     group = ["\\boxed{5}", "\\boxed{6}", "\\boxed{5}", "\\boxed{5}", "\\boxed{6}", "\\boxed{5}"]
     rewards = MathTool(workers=0).score([Sample(completion=c, reference="5") for c in group])
     assert [r.score for r in rewards] == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]

@@ -39,7 +39,9 @@ gVisor (`runsc`) or in a microVM (Firecracker), or send code to a remote sandbox
 (e.g. SandboxFusion).
 
 The 4-stage admission check for generated reward functions is `check_reward_code`
-(`probe.py`, `policy.py`).
+(`probe.py`, `policy.py`). `process.py` is the worker-process core that the zygote pool and
+the reward tools' verifier pools share (a fresh interpreter, length-prefixed JSON both ways,
+never pickle). Nothing in this package imports the rest of rewardsmith.
 """
 
 from rewardsmith.sandbox.pool import (

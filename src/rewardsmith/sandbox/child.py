@@ -10,23 +10,22 @@ supervises). A job whose limits are lower than the prepared ones lowers them; a 
 needs higher limits goes back to the zygote, which forks a child prepared for exactly those
 limits and passes the job on (the slow path of per-call limit overrides).
 
-Messages on the pipes are length-prefixed JSON (never pickle, so a compromised process
-cannot run code in the one reading it).
+Messages on the pipes are `rewardsmith.sandbox.process`'s framing: length-prefixed JSON
+(never pickle, so a compromised process cannot run code in the one reading it).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal
-import struct
 import sys
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from rewardsmith.sandbox import _linux, harness
+from rewardsmith.sandbox.process import recv, send
 
 # The result pipe is moved to a random descriptor at or above this number.
 RESULT_FD_MIN = 200
@@ -38,36 +37,6 @@ READY_NAME = b"rs-ready"
 RUN_NAME = b"rs-run"
 # The limits that are rlimits (the rest, wall time and output sizes, the zygote enforces).
 RLIMIT_FIELDS = ("cpu_seconds", "memory_mb", "file_size_mb", "open_files", "processes")
-
-_HEADER = struct.Struct("!Q")
-
-
-def send(fd: int, obj: Any) -> None:
-    """Write one length-prefixed JSON message."""
-    data = json.dumps(obj).encode()
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def recv(fd: int) -> Any:
-    """Read one length-prefixed JSON message; None at end of file."""
-    header = _read_exact(fd, _HEADER.size)
-    if header is None:
-        return None
-    body = _read_exact(fd, _HEADER.unpack(header)[0])
-    return None if body is None else json.loads(body)
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    parts, got = [], 0
-    while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
 
 
 def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any]) -> bool:

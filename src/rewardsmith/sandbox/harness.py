@@ -32,7 +32,8 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-# Messages in records are clipped: a failure reason is for people, not an archive.
+# Reasons in records are clipped: a failure reason is for people, not an archive. Result
+# records (a batch's scores as JSON) are not: they must come back whole.
 RECORD_TEXT_CHARS = 300
 
 _write = os.write
@@ -58,7 +59,9 @@ _isinstance = isinstance
 
 def _reporter(fd: int, nonce: str) -> Callable[[str, Any, str], None]:
     def report(kind: str, index: Any, text: str = "") -> None:
-        clean = " ".join(_str(text).split())[:RECORD_TEXT_CHARS]
+        # A result record is JSON on one line, kept whole however long (a batch's scores);
+        # any other text is a reason for people, on one line and clipped.
+        clean = text if kind == "result" else " ".join(_str(text).split())[:RECORD_TEXT_CHARS]
         data = f"{nonce} {kind} {index} {clean}\n".encode("utf-8", "replace")
         try:  # noqa: SIM105 - no contextlib here: the program could have patched it
             _write(fd, data)
@@ -280,7 +283,7 @@ def _run_reward(job: Mapping[str, Any], report: Callable[[str, Any, str], None])
             value = fn(**kwargs)
             report("result", i, _dumps(_as_floats(value)))
         except _BaseException as exc:
-            report("result", i, _dumps({"error": _describe(exc)}))
+            report("result", i, _dumps({"error": _describe(exc)[:RECORD_TEXT_CHARS]}))
     report("done", _len(batches), "")
     return 0
 

@@ -14,12 +14,15 @@ import contextlib
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from rewardsmith.sandbox import _linux
 
 # Private tmpfs mounts; their contents are wiped after every run.
 PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+# The folder that holds the rewardsmith package (a checkout's src/, or site-packages).
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def isolate(disk_mb: int, namespaces: bool = True) -> dict[str, Any]:
@@ -77,7 +80,9 @@ def _private_tmp(path: str, disk_mb: int) -> list[str]:
     (`kept_tmp_paths`): they are the host's real files.
     """
     keep: list[str] = []
-    for p in _python_paths():
+    # The zygote imports rewardsmith by path, not through sys.path (`process.bootstrap`),
+    # and still imports from it after this (the preload).
+    for p in sorted({*_python_paths(), str(_SOURCE_ROOT)}):
         if p.startswith(path + "/") and not any(p.startswith(k + "/") for k in keep):
             keep.append(p)
     held = [(entry, os.open(entry, os.O_PATH)) for entry in keep]

@@ -2,8 +2,9 @@
 
 `Capture` reads one of a run's pipes (stdout, stderr, the harness's result records) without
 blocking and keeps at most a limit; `reply` names the outcome (`ok`, `failed`, `timeout`,
-`memory`, `killed`) from the wait status, the deadline and the CPU used, with a reason a
-person can read.
+`memory`, `killed`, or `error` when the result records overflowed `channel_bytes`: output
+is clipped and says so, records are never cut silently) from the wait status, the deadline
+and the CPU used, with a reason a person can read.
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def reply(
         exit_code = os.WEXITSTATUS(status)
     cpu_limit = max(1, int(limits["cpu_seconds"] + 0.999))
     memory = " memory " in channel or stderr.rstrip().endswith("MemoryError")
-    if timed_out:
+    if captures["res"].dropped:
+        state = "error"
+        reason = (
+            f"the run's result records exceeded the channel limit of {limits['channel_bytes']} "
+            "bytes (SandboxLimits.channel_bytes): raise it or send smaller batches"
+        )
+    elif timed_out:
         state, reason = "timeout", f"wall-clock limit of {limits['wall_seconds']} s"
     elif sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= cpu_limit):
         state, reason = "timeout", f"CPU time limit of {cpu_limit} s"

@@ -14,22 +14,18 @@ Nothing raises into the caller: every failure is an `ExecutionResult` with a sta
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import secrets
-import select
 import shutil
-import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from rewardsmith.sandbox.process import WorkerLost, WorkerProcess
 
 ExecStatus = Literal["ok", "failed", "timeout", "memory", "killed", "error"]
 EXEC_STATUSES: tuple[ExecStatus, ...] = ("ok", "failed", "timeout", "memory", "killed", "error")
@@ -46,38 +42,50 @@ CLOSE_GRACE_SECONDS = 1.0
 ZYGOTE_TMP_PREFIX = "/tmp/rewardsmith-zygote-"
 # Sandbox source is capped so a runaway caller cannot push gigabytes through the pipe.
 MAX_SOURCE_CHARS = 2_000_000
-
-_HEADER = struct.Struct("!Q")
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
-# Starts a zygote without running rewardsmith/__init__.py (the library, sqlite3, ...): a
-# smaller zygote forks faster. The two packages are registered as bare namespaces.
-_BOOTSTRAP = f"""
-import sys, types
-for name, path in (("rewardsmith", {str(_PACKAGE_DIR)!r}),
-                   ("rewardsmith.sandbox", {str(_PACKAGE_DIR / "sandbox")!r})):
-    module = types.ModuleType(name)
-    module.__path__ = [path]
-    sys.modules[name] = module
-from rewardsmith.sandbox.worker import main
-main()
-"""
+# A zygote's environment: nothing of the caller's (API keys, tokens, PYTHONPATH).
+ZYGOTE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+# A reply's JSON carries stdout, stderr and the result channel, each at most its limit in
+# bytes; escaping can make a byte up to 6 ("\u00ff"); the rest of the reply is small.
+REPLY_ESCAPE_FACTOR = 6
+REPLY_OVERHEAD_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Limits of one run. Memory is address space on top of the warm interpreter's."""
+    """Limits of one run; every field is one the zygote enforces.
+
+    - `wall_seconds`: wall-clock time, after which every process of the run is killed;
+    - `cpu_seconds`, `memory_mb` (address space on top of the warm interpreter's),
+      `file_size_mb`, `open_files`, `processes` (threads count too): rlimits;
+    - `output_bytes`: what is kept of stdout and of stderr each (`truncated` says so);
+    - `channel_bytes`: room for the harness's result records (`harness.py`). Nothing is
+      ever cut silently: a run whose records overflow it ends with status `error` and a
+      reason naming this limit. The default holds a `reward` batch of 10,000 samples with
+      room to spare (a float is at most 26 bytes in a record: ~260 KB) or ~10,000 test
+      records (at most ~350 bytes each);
+    - `disk_mb`: the size of each private tmpfs (/tmp, /var/tmp, /dev/shm). It belongs to
+      the zygote, which mounts them once: the pool's value counts, a per-run one is ignored.
+    """
 
     wall_seconds: float = 10.0
     cpu_seconds: float = 10.0
     memory_mb: int = 512
     file_size_mb: int = 16
     open_files: int = 64
-    processes: int = 32  # RLIMIT_NPROC counts threads too
+    processes: int = 32
     output_bytes: int = 64_000
-    disk_mb: int = 64  # size of each private tmpfs (/tmp, /var/tmp, /dev/shm) per zygote
+    channel_bytes: int = 4 << 20
+    disk_mb: int = 64
 
     def to_job(self) -> dict[str, Any]:
-        return asdict(self)
+        """The limits a job carries: all but `disk_mb`, which is the zygote's."""
+        job = asdict(self)
+        del job["disk_mb"]
+        return job
 
 
 @dataclass(frozen=True)
@@ -106,43 +114,41 @@ class ExecutionResult:
         return self.status == "ok"
 
 
+def _reply_bytes(limits: SandboxLimits) -> int:
+    """The most a zygote's reply to a run under `limits` can take: the reader's cap."""
+    captured = 2 * limits.output_bytes + limits.channel_bytes
+    return REPLY_ESCAPE_FACTOR * captured + REPLY_OVERHEAD_BYTES
+
+
 def _error(reason: str, duration: float = 0.0) -> ExecutionResult:
     return ExecutionResult(status="error", reason=reason, duration=duration)
 
 
 class _Worker:
-    """One zygote process and its pipes."""
+    """One zygote: its process, what isolation it achieved, where its run folders are."""
 
     def __init__(
         self, limits: SandboxLimits, preload: Sequence[str], namespaces: bool = True
     ) -> None:
         config = {
             "parent_pid": os.getpid(),
-            "disk_mb": limits.disk_mb,
-            "limits": limits.to_job(),
+            "limits": asdict(limits),  # the pool's: prepared children and the tmpfs size
             "preload": list(preload),
             "namespaces": namespaces,
         }
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-c", _BOOTSTRAP, json.dumps(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
+        self.process = WorkerProcess(
+            "rewardsmith.sandbox.worker",
+            config,
+            env=ZYGOTE_ENV,
             cwd="/",
-            close_fds=True,
-            start_new_session=True,
+            python_args=("-s",),
+            new_session=True,
         )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.host_tmp_root: str | None = None
-        self.wfd = self.proc.stdin.fileno()
-        self.rfd = self.proc.stdout.fileno()
-        hello = self._read(time.monotonic() + STARTUP_TIMEOUT_SECONDS)
+        try:
+            hello = self.process.receive(time.monotonic() + STARTUP_TIMEOUT_SECONDS)
+        except (WorkerLost, TimeoutError):
+            hello = None
         if not isinstance(hello, dict) or not hello.get("ready"):
             self.kill()
             raise RuntimeError("sandbox worker did not start")
@@ -156,68 +162,36 @@ class _Worker:
             else None
         )
 
-    def request(self, job: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
-        """Send a job, wait for the answer; None if the worker died or overran."""
-        data = json.dumps(job).encode()
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def request(
+        self, job: Mapping[str, Any], timeout: float, reply_bytes: int
+    ) -> dict[str, Any] | None:
+        """Send a job, wait up to `timeout` for the answer (at most `reply_bytes` long); None
+        if the worker died, overran or broke the framing."""
         try:
-            view = memoryview(_HEADER.pack(len(data)) + data)
-            while view:
-                view = view[os.write(self.wfd, view) :]
-        except OSError:
+            self.process.send(job)
+            if not self.process.flush(time.monotonic() + timeout):
+                return None
+            reply = self.process.receive(time.monotonic() + timeout, reply_bytes)
+        except (WorkerLost, TimeoutError):
             return None
-        reply = self._read(time.monotonic() + timeout)
         return reply if isinstance(reply, dict) else None
 
-    def _read(self, deadline: float) -> Any:
-        header = self._read_exact(_HEADER.size, deadline)
-        if header is None:
-            return None
-        body = self._read_exact(_HEADER.unpack(header)[0], deadline)
-        if body is None:
-            return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            return None
-
-    def _read_exact(self, n: int, deadline: float) -> bytes | None:
-        parts, got = [], 0
-        while got < n:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.rfd], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(self.rfd, min(n - got, 1 << 20))
-            if not chunk:
-                return None
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts)
-
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.process.alive()
 
     def hang_up(self) -> None:
         """Close our end of the job pipe: an idle zygote cleans up and exits."""
-        with contextlib.suppress(Exception):
-            self.proc.stdin.close()  # type: ignore[union-attr]
+        self.process.hang_up()
 
     def kill(self, grace: float = 0.0) -> None:
         """Kill the zygote (after `grace` seconds to exit by itself); its PID namespace, and
         every process in it, goes with it."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            if grace > 0:
-                self.proc.wait(timeout=grace)
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        with contextlib.suppress(Exception):
-            self.proc.wait(timeout=5)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(Exception):
-                stream.close()  # type: ignore[union-attr]
-        if self.host_tmp_root is not None:
+        self.process.kill(grace)
+        if self.host_tmp_root is not None and self.process.started_here:
             shutil.rmtree(self.host_tmp_root, ignore_errors=True)
 
 
@@ -302,6 +276,13 @@ class Sandbox:
             self._release(worker)
         return dict(self._isolation or {})
 
+    def worker_pids(self) -> list[int]:
+        """Host process ids of the running zygotes (empty before first use): each is the
+        root of its runs' processes, and, as root, runs use the uid
+        `worker.SANDBOX_UID_BASE + pid`."""
+        with self._lock:
+            return [worker.pid for worker in self._all]
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -346,7 +327,9 @@ class Sandbox:
         worker = self._acquire()
         start = time.monotonic()
         try:
-            reply = worker.request(payload, limits.wall_seconds + REPLY_GRACE_SECONDS)
+            reply = worker.request(
+                payload, limits.wall_seconds + REPLY_GRACE_SECONDS, _reply_bytes(limits)
+            )
         except BaseException:
             self._discard(worker)  # a slot is never lost, so the pool cannot deadlock
             raise
@@ -456,8 +439,3 @@ def default_sandbox() -> Sandbox:
         if _default is None or _default._closed:
             _default = Sandbox()
         return _default
-
-
-def with_limits(limits: SandboxLimits, **changes: Any) -> SandboxLimits:
-    """A copy of `limits` with some fields changed."""
-    return replace(limits, **changes)

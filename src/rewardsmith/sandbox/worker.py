@@ -1,7 +1,8 @@
 """The warm zygote: a long-lived process that forks one disposable child per run.
 
-Started by `rewardsmith.sandbox.pool` (`python -s -c BOOTSTRAP`, which imports this module
-without the rest of rewardsmith, and calls `main`). At start it isolates itself once
+Started by `rewardsmith.sandbox.pool` as a `process.WorkerProcess` (a fresh `python -s`
+that imports this module without the rest of rewardsmith and calls `main` with its pipes
+and the pool's limits). At start it isolates itself once
 (`rewardsmith.sandbox.isolation`: PID, network, mount and IPC namespaces, private /tmp, a
 fresh /proc; children inherit all of it) and pre-imports the modules tests use.
 
@@ -20,21 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import os
 import resource
 import select
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from typing import Any
 
 from rewardsmith.sandbox import _linux
-from rewardsmith.sandbox.child import recv, run_child, send
+from rewardsmith.sandbox.child import run_child
 from rewardsmith.sandbox.isolation import PRIVATE_TMP_DIRS, become_init, isolate
 from rewardsmith.sandbox.outcome import Capture, reply
+from rewardsmith.sandbox.process import recv, send
 
 # Modules HumanEval/MBPP-style tests and typical solutions import, loaded once in the zygote
 # so a run never pays for them. `Sandbox(preload=...)` adds more (numpy, ...).
@@ -235,7 +235,7 @@ class Zygote:
         captures = {
             "out": Capture(run.fds["out"], out_limit),
             "err": Capture(run.fds["err"], out_limit),
-            "res": Capture(run.fds["res"], int(limits.get("channel_bytes", 1 << 20))),
+            "res": Capture(run.fds["res"], int(limits["channel_bytes"])),
         }
         for cap in captures.values():
             os.set_blocking(cap.fd, False)
@@ -379,16 +379,13 @@ class Zygote:
                         os.unlink(path)
 
 
-def main() -> None:
-    config = json.loads(sys.argv[1])
-    # The protocol pipes move off 0/1 so children can have plain stdin/stdout.
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
+def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
+    """The zygote: `job_fd` brings jobs from the pool (prepared children read them from it
+    directly), replies go out on `reply_fd`; `config` has the pool's `limits`, `preload`,
+    `namespaces` and the caller's pid."""
+    limits = dict(config["limits"])
     host_pid = os.getpid()
-    info = isolate(int(config["disk_mb"]), bool(config.get("namespaces", True)))
+    info = isolate(int(limits["disk_mb"]), bool(config["namespaces"]))
     info["host_pid"] = host_pid
     become_init(info, int(config["parent_pid"]))
     if not info["pid_ns"]:
@@ -410,7 +407,7 @@ def main() -> None:
     os.environ.clear()
     os.environ.update(CHILD_ENV)
     failed = []
-    for name in (*DEFAULT_PRELOAD, *config.get("preload", ())):
+    for name in (*DEFAULT_PRELOAD, *config["preload"]):
         try:
             importlib.import_module(name)
         except Exception as exc:
@@ -420,9 +417,9 @@ def main() -> None:
 
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
-    zygote = Zygote(info, proto_in, dict(config["limits"]))
+    zygote = Zygote(info, job_fd, limits)
     zygote.prefork()
-    send(proto_out, {"ready": True, "isolation": info, "tmp_root": zygote.tmp_root})
+    send(reply_fd, {"ready": True, "isolation": info, "tmp_root": zygote.tmp_root})
     while True:
         try:
             reply = zygote.serve()
@@ -432,12 +429,8 @@ def main() -> None:
             shutil.rmtree(zygote.tmp_root, ignore_errors=True)
             os._exit(0)
         try:
-            send(proto_out, reply)
+            send(reply_fd, reply)
         except OSError:
             shutil.rmtree(zygote.tmp_root, ignore_errors=True)
             os._exit(0)
         zygote.finish()
-
-
-if __name__ == "__main__":
-    main()

@@ -7,20 +7,29 @@ A verifier tool subclasses `AnswerVerifier` and writes three small methods:
 - `extract(completion) -> answer | None` (None: the completion has no answer);
 - `compare(answer, parsed_reference) -> Verdict` (score plus optional components).
 
-The base class does the batch loop, clipping, caching and error handling, so every tool
-returns exactly one `Reward` per sample and never raises on model output.
+The base class does the rest, so every tool returns exactly one `Reward` per sample and
+never raises on model output. `score` checks each reference (missing, not text, too long:
+`invalid_reference`), clips each completion to its tail (`clip_completion`) and groups the
+batch by reference, each distinct completion once; `verify_groups` verifies the groups and
+`check_group` is its one step-by-step rule for a group: the reference, then each
+completion's extract + compare, each bounded by `step_timeout` where a signal can interrupt
+it (`rewardsmith.tools.deadline`). `verify_groups` runs `check_group` in this process; a tool
+may run the same `check_group` elsewhere (the `math` tool sends the groups to worker
+processes, `rewardsmith.tools.verifier_pool`, where each step gets its deadline from any
+calling thread).
 """
 
 from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.config import MAX_REFERENCE_CHARS, clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
+from rewardsmith.tools.deadline import StepTimeout, can_interrupt, deadline
 from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -66,6 +75,30 @@ def score_batch(tool: RewardTool, samples: Sequence[Sample]) -> list[Reward]:
     return out
 
 
+@dataclass(frozen=True)
+class Group:
+    """Distinct completions (already clipped) to verify against one reference."""
+
+    reference: str | None
+    completions: Sequence[str]
+
+
+# What `check_group` yields: ("reference", problem) once ("" when usable), then
+# ("item", index, reward) per completion while the reference is usable.
+GroupEvent = tuple[Any, ...]
+
+
+def reference_problem(reference: object) -> str:
+    """Why a reference cannot be used before parsing it, or "" when it may be."""
+    if reference is None:
+        return "missing reference"
+    if not isinstance(reference, str):
+        return f"reference is {type(reference).__name__}, not text"
+    if len(reference) > MAX_REFERENCE_CHARS:
+        return f"reference longer than {MAX_REFERENCE_CHARS} characters"
+    return ""
+
+
 class AnswerVerifier(RewardTool):
     """Base class for tools that compare an extracted answer with a parsed reference."""
 
@@ -75,6 +108,9 @@ class AnswerVerifier(RewardTool):
     #: False for tools that judge the whole completion (format, length) rather than a final
     #: answer at its end; they must stay linear-time on megabyte completions.
     clip_completion: bool = True
+    #: Seconds each step (the reference, or one completion's extract + compare) may take;
+    #: enforced where a signal can interrupt it (the main thread). None: unbounded.
+    step_timeout: float | None = None
 
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
@@ -98,56 +134,118 @@ class AnswerVerifier(RewardTool):
         """The reward for a completion with no extractable answer."""
         return make_reward(self.spec, 0.0, reason="no answer found")
 
-    def score(self, samples: Sequence[Sample]) -> list[Reward]:
-        parsed_refs: dict[str | None, Any] = {}
-        out: list[Reward] = []
-        for sample in samples:
-            out.append(self._score_one(sample, parsed_refs))
-        return out
+    def error_reason(self, exc: Exception) -> str:
+        """The reason of a reward whose step raised `exc` (a bad rollout is data)."""
+        return f"{type(exc).__name__}: {exc}"
 
-    def _parsed_reference(self, reference: str | None, cache: dict[str | None, Any]) -> Any:
-        if reference in cache:
-            value = cache[reference]
-        else:
-            try:
-                value = self._parse_reference_checked(reference)
-            except InvalidReferenceError as exc:
-                value = exc
-            cache[reference] = value
-        if isinstance(value, InvalidReferenceError):
-            raise value
-        return value
+    def warm_up(self) -> None:
+        """Make first uses cheap (imports, caches); a worker process calls it before it
+        reports ready. Default: nothing."""
+
+    # -- batches --------------------------------------------------------------------------
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        rewards: list[Reward | None] = [None] * len(samples)
+        groups: dict[str | None, dict[str, list[int]]] = {}  # reference -> text -> samples
+        for i, sample in enumerate(samples):
+            reference = sample.reference if self.requires_reference else None
+            problem = reference_problem(reference) if self.requires_reference else ""
+            if problem:
+                rewards[i] = make_reward(self.spec, None, "invalid_reference", reason=problem)
+                continue
+            completion = sample.completion if isinstance(sample.completion, str) else ""
+            text = clip_tail(completion) if self.clip_completion else completion
+            groups.setdefault(reference, {}).setdefault(text, []).append(i)
+        batch = [Group(reference, list(texts)) for reference, texts in groups.items()]
+        verified = self.verify_groups(batch) if batch else []
+        for group, group_rewards in zip(batch, verified, strict=True):
+            members = groups[group.reference]
+            for text, reward in zip(group.completions, group_rewards, strict=True):
+                if reward.status in ("timeout", "error"):
+                    log.warning(
+                        "%s: %s on completion %r",
+                        self.spec.ref,
+                        reward.reason,
+                        text[:LOG_EXCERPT_CHARS],
+                    )
+                for i in members[text]:
+                    rewards[i] = reward
+        return [r or make_reward(self.spec, 0.0, "error", reason="not scored") for r in rewards]
+
+    def verify_groups(self, groups: Sequence[Group]) -> list[list[Reward]]:
+        """One reward per completion of each group, in order. Default: `check_group` here,
+        each step bounded by `step_timeout` when called on the main thread."""
+        timeout = self.step_timeout if can_interrupt() else None
+        return [
+            group_rewards(
+                self, group, self.check_group(group.reference, group.completions, timeout)
+            )
+            for group in groups
+        ]
+
+    def check_group(
+        self, reference: str | None, completions: Sequence[str], timeout: float | None = None
+    ) -> Iterator[GroupEvent]:
+        """Verify `completions` against one reference, one step at a time.
+
+        Yields `("reference", problem)` first: "" when the reference is usable, else why
+        not (and nothing follows). Then `("item", index, reward)` per completion as soon as
+        it is decided, so that a process running this for another knows which steps were
+        finished. Each step runs under `deadline(timeout)`; a step that overruns gives
+        `invalid_reference` (the reference) or `timeout` (a completion). Never raises on
+        model output; a `ConfigError` (a tool that cannot work) and a failure of
+        `parse_reference` other than `InvalidReferenceError` propagate.
+        """
+        try:
+            with deadline(timeout):
+                parsed = self._parse_reference_checked(reference)
+        except InvalidReferenceError as exc:
+            yield ("reference", str(exc))
+            return
+        except StepTimeout:
+            yield ("reference", f"parsing the reference timed out after {timeout:g}s")
+            return
+        yield ("reference", "")
+        for index, completion in enumerate(completions):
+            yield ("item", index, self._check_one(completion, parsed, timeout))
 
     def _parse_reference_checked(self, reference: str | None) -> Any:
         if not self.requires_reference:
             return None
-        if reference is None:
-            raise InvalidReferenceError("missing reference")
-        if len(reference) > MAX_REFERENCE_CHARS:
-            raise InvalidReferenceError(f"reference longer than {MAX_REFERENCE_CHARS} characters")
+        problem = reference_problem(reference)
+        if problem:
+            raise InvalidReferenceError(problem)
+        assert reference is not None
         return self.parse_reference(reference)
 
-    def _score_one(self, sample: Sample, parsed_refs: dict[str | None, Any]) -> Reward:
+    def _check_one(self, completion: str, reference: Any, timeout: float | None) -> Reward:
         try:
-            reference = self._parsed_reference(sample.reference, parsed_refs)
-        except InvalidReferenceError as exc:
-            return make_reward(self.spec, None, "invalid_reference", reason=str(exc))
-        completion = sample.completion or ""
-        try:
-            answer = self.extract(clip_tail(completion) if self.clip_completion else completion)
-            if answer is None:
-                return self.no_answer()
-            verdict = self.compare(answer, reference)
+            with deadline(timeout):
+                answer = self.extract(completion)
+                if answer is None:
+                    return self.no_answer()
+                verdict = self.compare(answer, reference)
+        except StepTimeout:
+            reason = f"verification timed out after {timeout:g}s"
+            return make_reward(self.spec, 0.0, "timeout", reason=reason)
         except ConfigError:
             raise  # a tool that cannot work (e.g. a tokenizer that will not load) is setup
         except Exception as exc:  # a bad rollout is data, not a crash
-            log.warning(
-                "%s failed on completion %r: %s",
-                self.spec.ref,
-                completion[:LOG_EXCERPT_CHARS],
-                exc,
-            )
-            return make_reward(self.spec, 0.0, "error", reason=f"{type(exc).__name__}: {exc}")
+            return make_reward(self.spec, 0.0, "error", reason=self.error_reason(exc))
         return make_reward(
             self.spec, verdict.score, reason=verdict.reason, components=verdict.components
         )
+
+
+def group_rewards(tool: AnswerVerifier, group: Group, events: Iterator[GroupEvent]) -> list[Reward]:
+    """The rewards `check_group`'s events give for `group`, one per completion."""
+    out: list[Reward] = []
+    for event in events:
+        if event[0] == "reference" and event[1]:
+            return [
+                make_reward(tool.spec, None, "invalid_reference", reason=event[1])
+                for _ in group.completions
+            ]
+        if event[0] == "item":
+            out.append(event[2])
+    return out

@@ -2,27 +2,29 @@
 
 Rule followed: math-verify (huggingface/Math-Verify). `extract` is its `parse` of the
 clipped completion (`\\boxed{}` first, then "the answer is", then the last LaTeX or plain
-expression); `compare` is its `verify(gold, answer)` against the parsed reference. A bare
-reference (`\\frac{1}{2}`, `3, 5, 7`) is wrapped as `$...$` before parsing, which is how
-math-verify reads all of it: unwrapped it reads only a plain expression (`3, 5, 7` -> 7).
-See `math_worker.py` for these steps and `math_pool.py` for the worker processes.
+expression, `parser.py`); `compare` is its `verify(gold, answer)` against the parsed
+reference (`grader.py`). A bare reference (`\\frac{1}{2}`, `3, 5, 7`) is wrapped as `$...$`
+before parsing, which is how math-verify reads all of it: unwrapped it reads only a plain
+expression (`3, 5, 7` -> 7). These steps and their reasons live here and nowhere else.
 
-How a batch is scored:
+How a batch is scored: `AnswerVerifier.score` groups it by reference, each distinct
+reference parsed once (GRPO groups share one), each distinct clipped completion verified
+once against it. `verify_groups` sends the groups to a small pool of worker processes
+(`rewardsmith.tools.verifier_pool`: fresh interpreters, safe to start from a trainer with
+threads and from a script without a `__main__` guard), where each worker runs this tool's
+own `check_group` on its main thread. The pool starts on first use (or `start()`), is
+reused, and stops on `close()`, when the tool is collected, or at exit.
 
-- Samples are grouped by reference, then by clipped completion: each distinct reference is
-  parsed once (GRPO groups share one), each distinct completion verified once against it.
-- The groups go, in chunks of at most `CHUNK_COMPLETIONS`, to a small pool of worker
-  processes: fresh interpreters, safe to start from a trainer with threads and from a script
-  without a `__main__` guard (see `WorkerPool`). The pool starts on first use (or `start()`),
-  is reused, and stops on `close()`, when the tool is collected, or at exit.
-- Deadlines. math-verify's own timeouts use `signal.alarm`, which works only on the main
-  thread. In a worker the work runs on the main thread, so each step (the reference, then each
-  completion) gets a `timeout_seconds` alarm of its own and a late step scores 0.0 with status
-  `timeout`. The parent enforces `timeout_seconds + math_pool.KILL_GRACE_SECONDS` per step,
-  from any thread: a worker that overruns (stuck in C code, stopped) is killed and replaced,
-  its current item scores `timeout`, the rest is re-sent, and the caller never waits longer.
-- `workers=0` scores in the calling process: no start-up cost, but the deadline then works
-  only when `score` is called from the main thread; elsewhere nothing is interrupted.
+Deadlines. math-verify's own timeouts use `signal.alarm`, which works only on the main
+thread and swallows the timeout (a timed-out parse looks like "no answer"), so they are off
+(`parsing_timeout=None`, `timeout_seconds=None`) and each step (the reference, then each
+completion's extract + compare) gets a `timeout_seconds` deadline of our own
+(`rewardsmith.tools.deadline`); a late step scores 0.0 with status `timeout`. The pool also
+enforces `timeout_seconds + verifier_pool.KILL_GRACE_SECONDS` per step from any thread: a
+worker that overruns (stuck in C code, stopped) is killed and replaced, its current item
+scores `timeout`, the rest is re-sent, and the caller never waits longer.
+`workers=0` scores in the calling process: no start-up cost, but the deadline then works
+only when `score` is called from the main thread; elsewhere nothing is interrupted.
 
 Missing, empty or unparseable references give `invalid_reference` (score None), a completion
 without an answer scores 0.0 with reason "no answer found"; no input makes `score` raise.
@@ -33,24 +35,70 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from rewardsmith.config import MAX_REFERENCE_CHARS, clip_tail
-from rewardsmith.errors import ConfigError
-from rewardsmith.tools import math_worker
-from rewardsmith.tools.base import LOG_EXCERPT_CHARS, AnswerVerifier, Verdict, make_reward
-from rewardsmith.tools.math_pool import Chunk, Result, WorkerPool
-from rewardsmith.types import Reward, Sample, ToolSpec
+from math_verify import parse, verify
 
-log = logging.getLogger(__name__)
+from rewardsmith.config import clip_tail
+from rewardsmith.errors import ConfigError, InvalidReferenceError
+from rewardsmith.tools.base import AnswerVerifier, Group, Verdict
+from rewardsmith.tools.verifier_pool import VerifierPool
+from rewardsmith.types import Reward, ToolSpec
 
 # math-verify's own default for one parse or one verify call.
 DEFAULT_TIMEOUT_SECONDS = 5.0
-# Completions per message: amortizes pickling and reference look-ups, still spreads a single
-# big group over several workers.
-CHUNK_COMPLETIONS = 16
+# A worker keeps this many parsed references: a trainer revisits a prompt many times and a
+# big GRPO group is split over several chunks, but one epoch of references can be large.
+GOLD_CACHE_SIZE = 1024
+# A short delimiter-free completion is read as one LaTeX expression ("\\frac{3}{4}i",
+# "(x-2)(x+2)"), as a reference is; longer text is prose, left to math-verify's extraction.
+BARE_ANSWER_MAX_CHARS = 100
+# Shown in reasons; sympy's str() of a huge expression can itself take forever, so reasons
+# use the matched text math-verify returns beside each expression.
+ANSWER_EXCERPT_CHARS = 80
+
+# `$`, `\(`, `\[` or `\boxed` mark where math is; an escaped dollar `\$5` is currency.
+_MATH_DELIMITER = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
+# "1,22": math-verify's expression reading is the decimal 1.22 (its own test_number_extraction),
+# the LaTeX reading the set {1, 22} (MATH writes "-2,1" for two roots): both are accepted.
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+")
+# Words of three letters or more mean prose ("The answer is 5"), except command names and
+# the contents of `\text{...}`-like commands.
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mbox|operatorname|begin|end)\s*\{[^{}]*\}")
+# Digits, separators and signs only ("1 000", "1000,99"): math-verify's expression reading
+# of a number beats LaTeX's, which reads "1000,99" as a set.
+_NUMBER_LIKE = re.compile(r"[\s\d.,+\-]+")
+
+# One answer of each common shape: the first parse / verify of a shape imports sympy modules
+# and builds caches (~0.05 s each), which a worker pays before it reports ready, not in a batch.
+WARM_UP_ANSWERS = (
+    "\\boxed{\\frac{1}{2}}",
+    "\\boxed{3\\sqrt{2}}",
+    "\\boxed{x^2+1}",
+    "\\boxed{y=2x+1}",
+    "\\boxed{(1,2]}",
+    "\\boxed{\\{1,2\\}}",
+    "\\boxed{\\begin{pmatrix}1\\\\2\\end{pmatrix}}",
+    "\\boxed{10\\%}",
+    "\\boxed{\\text{(A)}}",
+    "The answer is 5.",
+)
+
+
+class _QuietTimeoutWarning(logging.Filter):
+    """math-verify warns once that its timers are off; our own deadline replaces them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Timeout is disabled" not in record.getMessage()
+
+
+for _name in ("math_verify.parser", "math_verify.grader"):
+    logging.getLogger(_name).addFilter(_QuietTimeoutWarning())
 
 
 def default_workers() -> int:
@@ -60,6 +108,43 @@ def default_workers() -> int:
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
     return min(2, cpus)
+
+
+def _parse(text: str) -> list[Any]:
+    return list(parse(text, parsing_timeout=None))
+
+
+@lru_cache(maxsize=GOLD_CACHE_SIZE)
+def _parse_gold_cached(reference: str) -> tuple[list[Any], str]:
+    text = reference.strip()
+    if not text:
+        return [], "empty reference"
+    if _MATH_DELIMITER.search(text):
+        gold = _parse(text)
+    else:
+        # A bare answer ("\\frac{1}{2}", "3, 5, 7") is LaTeX; unwrapped, math-verify reads
+        # only a plain expression in it ("3\\sqrt{13}" -> 3, "3, 5, 7" -> 7).
+        gold = _parse(f"${text}$")
+        if _DECIMAL_COMMA.fullmatch(text):
+            gold += _parse(text)
+    if not gold:
+        return [], f"math-verify found no answer in the reference {text[:ANSWER_EXCERPT_CHARS]!r}"
+    return gold, ""
+
+
+def _is_bare_answer(text: str) -> bool:
+    if not text or len(text) > BARE_ANSWER_MAX_CHARS or "\n" in text:
+        return False
+    if _MATH_DELIMITER.search(text) or _NUMBER_LIKE.fullmatch(text):
+        return False
+    return _WORD.search(_TEXT_COMMAND.sub(" ", text)) is None
+
+
+def _answer_excerpt(answer: list[Any]) -> str:
+    """The matched text of an extracted answer, short enough for a reason."""
+    texts = [a for a in answer if isinstance(a, str)]
+    text = texts[0] if texts else "?"
+    return text if len(text) <= ANSWER_EXCERPT_CHARS else text[:ANSWER_EXCERPT_CHARS] + "..."
 
 
 class MathTool(AnswerVerifier):
@@ -85,98 +170,79 @@ class MathTool(AnswerVerifier):
         if not isinstance(workers, int) or workers < 0:
             raise ConfigError(f"math: workers must be an integer >= 0, got {workers!r}")
         self.timeout_seconds = float(timeout_seconds)
+        self.step_timeout = self.timeout_seconds
         self.workers = workers
         self._lock = threading.Lock()
-        self._pool: WorkerPool | None = None
+        self._pool: VerifierPool | None = None
 
-    # -- the verifier steps, usable one at a time (in this process, without a deadline) --
+    # -- the verifier steps (also what each worker process runs) --
 
     def parse_reference(self, reference: str) -> list[Any]:
-        return math_worker.parse_gold(reference)
+        """The reference parsed by math-verify, as `verify`'s gold (cached per process).
+
+        A reference with math delimiters (`$`, `\\(`, `\\[`, `\\boxed`) is parsed as written;
+        a bare answer is wrapped as `$...$` first. Raises `InvalidReferenceError` when
+        math-verify finds nothing to compare with, or fails on it.
+        """
+        try:
+            gold, problem = _parse_gold_cached(reference)
+        except Exception as exc:
+            reason = f"math-verify failed on the reference: {self.error_reason(exc)}"
+            raise InvalidReferenceError(reason) from exc
+        if problem:
+            raise InvalidReferenceError(problem)
+        return gold
 
     def extract(self, completion: str) -> list[Any] | None:
-        return math_worker.extract_answer(clip_tail(completion))
+        """The candidate answers math-verify finds in the clipped `completion` (`parse` with
+        its defaults: LaTeX then plain expressions, `\\boxed{}` first), or None when it finds
+        none. A short delimiter-free completion that reads as one LaTeX expression is parsed
+        as `$completion$`, as a bare reference is."""
+        text = clip_tail(completion)
+        answer = _parse(text)
+        bare = text.strip()
+        if _is_bare_answer(bare):
+            as_latex = _parse(f"${bare}$")
+            if as_latex and not isinstance(as_latex[0], str):
+                answer = as_latex
+        return answer or None
 
     def compare(self, answer: Any, reference: Any) -> Verdict:
-        if math_worker.is_equivalent(answer, reference):
+        """math-verify's `verify(gold, answer)` with default precision and strictness."""
+        if verify(reference, answer, timeout_seconds=None):
             return Verdict(1.0, reason="equivalent to the reference")
-        excerpt = math_worker.answer_excerpt(answer)
-        return Verdict(0.0, reason=f"answer {excerpt!r} differs from the reference")
+        return Verdict(0.0, reason=f"answer {_answer_excerpt(answer)!r} differs from the reference")
+
+    def error_reason(self, exc: Exception) -> str:
+        # Clipped: sympy's messages can hold a whole expression.
+        return f"{type(exc).__name__}: {str(exc)[:ANSWER_EXCERPT_CHARS]}"
+
+    def warm_up(self) -> None:
+        """Parse and verify `WARM_UP_ANSWERS` once, so first uses do not land in a batch."""
+        gold = self.parse_reference("\\frac{1}{2}")
+        for text in WARM_UP_ANSWERS:
+            answer = self.extract(text)
+            if answer is not None:
+                self.compare(answer, gold)
 
     # -- batches --
 
-    def score(self, samples: Sequence[Sample]) -> list[Reward]:
-        rewards: list[Reward | None] = [None] * len(samples)
-        slot_of: dict[tuple[str, str], int] = {}
-        slot_samples: list[list[int]] = []
-        by_reference: dict[str, tuple[list[int], list[str]]] = {}
-        for i, sample in enumerate(samples):
-            reference = sample.reference
-            problem = _reference_problem(reference)
-            if problem or reference is None:
-                rewards[i] = make_reward(self.spec, None, "invalid_reference", reason=problem)
-                continue
-            completion = sample.completion if isinstance(sample.completion, str) else ""
-            text = clip_tail(completion)
-            key = (reference, text)
-            if key not in slot_of:
-                slot_of[key] = len(slot_samples)
-                slot_samples.append([])
-                slots, texts = by_reference.setdefault(reference, ([], []))
-                slots.append(slot_of[key])
-                texts.append(text)
-            slot_samples[slot_of[key]].append(i)
-
-        results: list[Result] = [("error", "not scored")] * len(slot_samples)
-        chunks = [
-            Chunk(ref, slots[s : s + CHUNK_COMPLETIONS], texts[s : s + CHUNK_COMPLETIONS])
-            for ref, (slots, texts) in by_reference.items()
-            for s in range(0, len(slots), CHUNK_COMPLETIONS)
-        ]
-        if chunks:
-            self._verify(chunks, results)
-        for slot, (outcome, reason) in enumerate(results):
-            reward = self._reward(outcome, reason)
-            if reward.status in ("timeout", "error"):
-                first = samples[slot_samples[slot][0]]
-                log.warning(
-                    "%s: %s on completion %r",
-                    self.spec.ref,
-                    reason,
-                    (first.completion or "")[:LOG_EXCERPT_CHARS],
-                )
-            for i in slot_samples[slot]:
-                rewards[i] = reward
-        return [r or make_reward(self.spec, 0.0, "error", reason="not scored") for r in rewards]
-
-    def _verify(self, chunks: list[Chunk], results: list[Result]) -> None:
+    def verify_groups(self, groups: Sequence[Group]) -> list[list[Reward]]:
         if self.workers == 0:
-            timeout = self.timeout_seconds if math_worker.can_interrupt() else None
-            for chunk in chunks:
-                for event in math_worker.score_chunk(chunk.reference, chunk.texts, timeout):
-                    if event[0] == "ref" and not event[1]:
-                        for slot in chunk.slots:
-                            results[slot] = ("invalid_reference", event[2])
-                    elif event[0] == "item":
-                        results[chunk.slots[event[1]]] = (event[2], event[3])
-            return
+            return super().verify_groups(groups)
         with self._lock:  # one batch at a time per tool; the pool is not re-entrant
-            if self._pool is None:
-                self._pool = WorkerPool(self.workers)
-            self._pool.run(chunks, self.timeout_seconds, results)
+            return self._worker_pool().verify(groups)
 
-    def _reward(self, outcome: str, reason: str) -> Reward:
-        if outcome == "correct":
-            return make_reward(self.spec, 1.0, reason=reason)
-        if outcome == "wrong":
-            return make_reward(self.spec, 0.0, reason=reason)
-        if outcome == "no_answer":
-            return self.no_answer()
-        if outcome == "invalid_reference":
-            return make_reward(self.spec, None, "invalid_reference", reason=reason)
-        if outcome == "timeout":
-            return make_reward(self.spec, 0.0, "timeout", reason=reason)
-        return make_reward(self.spec, 0.0, "error", reason=reason)
+    def _worker_pool(self) -> VerifierPool:
+        if self._pool is None:
+            self._pool = VerifierPool(
+                self.workers,
+                self.spec,
+                f"{type(self).__module__}:{type(self).__qualname__}",
+                {"timeout_seconds": self.timeout_seconds, "workers": 0},
+                self.timeout_seconds,
+            )
+        return self._pool
 
     def start(self) -> None:
         """Start the worker pool now and wait until it is ready (otherwise the first `score`
@@ -184,9 +250,7 @@ class MathTool(AnswerVerifier):
         if self.workers == 0:
             return
         with self._lock:
-            if self._pool is None:
-                self._pool = WorkerPool(self.workers)
-            self._pool.start()
+            self._worker_pool().start()
 
     def worker_pids(self) -> list[int]:
         """Process ids of the running workers (empty before first use or with workers=0)."""
@@ -209,16 +273,3 @@ class MathTool(AnswerVerifier):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-
-
-def _reference_problem(reference: object) -> str:
-    """Why a reference cannot be used before parsing it, or "" when it may be."""
-    if reference is None:
-        return "missing reference"
-    if not isinstance(reference, str):
-        return f"reference is {type(reference).__name__}, not text"
-    if not reference.strip():
-        return "empty reference"
-    if len(reference) > MAX_REFERENCE_CHARS:
-        return f"reference longer than {MAX_REFERENCE_CHARS} characters"
-    return ""

@@ -1,0 +1,68 @@
+"""A verifier worker process: builds a tool, runs its `check_group` on what the pool sends.
+
+Started by `rewardsmith.tools.verifier_pool` as a `rewardsmith.sandbox.process.WorkerProcess`
+(a fresh interpreter that imports this module, not the whole of rewardsmith). Its config
+names the tool (`factory` "module:Class", `spec`, `params`) and the `timeout` of each step.
+It warms the tool up, says `["ready", pid]`, then for each `[reference, completions]` it
+receives sends the events of `tool.check_group` as they happen: `["reference", problem]`,
+then `["item", index, reward]` per completion (`reward` as a plain dict), or
+`["failed", reason]` when the tool itself fails (a setup error, not a bad completion).
+The work runs on this process's main thread, where `deadline` can interrupt each step; the
+pool kills the process when even that does not help. End of file on its input (the pool
+closed, or its process died) ends it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+from typing import Any
+
+from rewardsmith.sandbox.process import FrameError, recv, send
+from rewardsmith.tools.base import AnswerVerifier
+from rewardsmith.tools.deadline import StepTimeout, deadline
+from rewardsmith.tools.verifier_pool import reward_message
+from rewardsmith.types import ToolSpec
+
+# The warm-up normally takes well under a second; it must never keep a worker from starting.
+STARTUP_WARM_UP_SECONDS = 20.0
+
+
+def build_tool(config: dict[str, Any]) -> AnswerVerifier:
+    """The tool the config names: `factory(ToolSpec.from_dict(spec), **params)`."""
+    module_name, _, class_name = str(config["factory"]).partition(":")
+    factory = getattr(importlib.import_module(module_name), class_name)
+    tool = factory(ToolSpec.from_dict(config["spec"]), **config["params"])
+    if not isinstance(tool, AnswerVerifier):
+        raise TypeError(f"{config['factory']} is not an AnswerVerifier")
+    return tool
+
+
+def main(in_fd: int, out_fd: int, config: dict[str, Any]) -> None:
+    """The worker's loop; see the module docstring."""
+    # Ctrl-C reaches the whole process group; the parent decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tool = build_tool(config)
+    timeout = float(config["timeout"])
+    try:
+        with deadline(STARTUP_WARM_UP_SECONDS):
+            tool.warm_up()
+    except (StepTimeout, Exception):  # only a speed-up: never a reason not to start
+        pass
+    try:
+        send(out_fd, ["ready", os.getpid()])
+        while True:
+            message = recv(in_fd)
+            if message is None:
+                return
+            reference, completions = message
+            try:
+                for event in tool.check_group(reference, completions, timeout):
+                    if event[0] == "item":
+                        event = ("item", event[1], reward_message(event[2]))
+                    send(out_fd, list(event))
+            except Exception as exc:  # the tool, not a completion: the pool says so
+                send(out_fd, ["failed", f"{type(exc).__name__}: {exc}"])
+    except (OSError, FrameError):  # the pool is gone, or spoke nonsense: nothing to do
+        return

@@ -1,0 +1,104 @@
+"""`SandboxLimits`: every key the zygote reads is a real limit, result records come back
+whole up to `channel_bytes` and overflow it loudly, `disk_mb` sizes the private /tmp."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rewardsmith.sandbox import Sandbox, SandboxLimits
+from rewardsmith.sandbox.child import RLIMIT_FIELDS
+from rewardsmith.sandbox.probe import parse_reward_records, reward_job
+
+SANDBOX_SRC = Path(__file__).resolve().parents[2] / "src" / "rewardsmith" / "sandbox"
+# The zygote's side: where a run's limits are read.
+ZYGOTE_FILES = ("worker.py", "child.py", "outcome.py")
+LIMIT_NAMES = {"limits", "job_limits", "prepared"}
+# A reward function whose scores are as long as floats get in a record.
+LONG_FLOATS = (
+    "def reward(completions, **kw):\n    return [1 / 3 + i for i in range(len(completions))]\n"
+)
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[Sandbox]:
+    sandbox = Sandbox(workers=1, limits=SandboxLimits(wall_seconds=20, cpu_seconds=20))
+    yield sandbox
+    sandbox.close()
+
+
+def test_every_limit_the_zygote_reads_is_a_field() -> None:
+    fields = {f.name for f in dataclasses.fields(SandboxLimits)}
+    read: set[str] = set(RLIMIT_FIELDS)
+    for name in ZYGOTE_FILES:
+        tree = ast.parse((SANDBOX_SRC / name).read_text())
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in LIMIT_NAMES
+                and isinstance(node.slice, ast.Constant)
+            ):
+                read.add(node.slice.value)
+            # No `limits.get(key, default)`: a default would be a limit nobody can set.
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                target = node.func.value
+                if node.func.attr == "get" and isinstance(target, ast.Name):
+                    assert target.id not in LIMIT_NAMES, f"{name}: {target.id}.get(...)"
+    assert {"channel_bytes", "output_bytes", "wall_seconds"} <= read
+    assert read <= fields, read - fields
+
+
+def test_a_reward_batch_of_ten_thousand_comes_back_whole(box: Sandbox) -> None:
+    job = reward_job(LONG_FLOATS, [{"completions": ["x"] * 10_000}])
+    result = box.run_job(job)
+    assert result.status == "ok", result.reason
+    [scores] = parse_reward_records(result, job["nonce"], 1)
+    assert scores == [1 / 3 + i for i in range(10_000)]
+
+
+def test_overflowing_the_channel_is_an_error_that_names_the_limit(box: Sandbox) -> None:
+    job = reward_job(LONG_FLOATS, [{"completions": ["x"] * 10_000}])
+    result = box.run_job(job, SandboxLimits(wall_seconds=20, cpu_seconds=20, channel_bytes=4096))
+    assert result.status == "error"
+    assert "channel_bytes" in result.reason and "4096" in result.reason
+
+
+def test_disk_mb_sizes_the_private_tmp() -> None:
+    with Sandbox(workers=1, limits=SandboxLimits(disk_mb=48)) as sandbox:
+        if not sandbox.isolation["private_tmp"]:
+            pytest.skip("no private /tmp here")
+        size = "import os\ns = os.statvfs('/tmp')\nprint(s.f_blocks * s.f_frsize >> 20)"
+        assert sandbox.run(size).stdout == "48\n"
+        # It is the zygote's: a run cannot ask for another size.
+        assert sandbox.run(size, limits=SandboxLimits(disk_mb=8)).stdout == "48\n"
+
+
+def test_a_checkout_under_tmp_still_imports_in_the_sandbox(tmp_path: Path) -> None:
+    # CI clones often live under /tmp, which the zygote covers with its private tmpfs.
+    shutil.copytree(
+        SANDBOX_SRC.parent, tmp_path / "rewardsmith", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    script = (
+        "import rewardsmith.sandbox as sb\n"
+        f"assert sb.__file__.startswith({str(tmp_path)!r})\n"
+        "from rewardsmith.sandbox import Sandbox, check_reward_code\n"
+        "with Sandbox(workers=1) as box:\n"
+        "    print(check_reward_code('def reward(completions, **kw):\\n"
+        "    return [0.5 for c in completions]\\n', sandbox=box).reason)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert done.stdout.strip() == "admitted", done.stderr[-2000:]
