@@ -13,11 +13,12 @@ import pytest
 import torch
 
 from rewardsmith.library.store import Library
+from rewardsmith.models.checkpoints import METRICS_FILE, latest_checkpoint
 from rewardsmith.rm.data import SplitConfig
 from rewardsmith.rm.evaluate import PrefRow, pairwise_accuracy
 from rewardsmith.rm.model import load_scorer
 from rewardsmith.rm.registry import list_models, register_trained, search_models
-from rewardsmith.rm.train import METRICS_FILE, TrainConfig, latest_checkpoint, train
+from rewardsmith.rm.train import TrainConfig, train
 from rewardsmith.types import Sample
 
 WORDS = [
