@@ -14,9 +14,10 @@ pytest.importorskip("torch")
 from rewardsmith.cli.main import app  # noqa: E402
 from rewardsmith.report.grpo_plot import moving_average  # noqa: E402
 from rewardsmith.rl.evaluate import EvalResult, compare, evaluate_policy  # noqa: E402
-from rewardsmith.rl.grpo import GRPOConfig, load_items  # noqa: E402
+from rewardsmith.rl.grpo import GRPOConfig  # noqa: E402
 from rewardsmith.rl.policies import load_pretrained  # noqa: E402
 from rewardsmith.rl.problems import generate  # noqa: E402
+from rewardsmith.rl.prompts import load_items  # noqa: E402
 
 runner = CliRunner()
 

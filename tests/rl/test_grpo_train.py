@@ -11,16 +11,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rewardsmith.models.checkpoints import METRICS_FILE, latest_checkpoint  # noqa: E402
 from rewardsmith.rl.generation import token_logprobs  # noqa: E402
-from rewardsmith.rl.grpo import (  # noqa: E402
-    METRICS_FILE,
-    GRPOConfig,
-    GRPOTrainer,
-    PromptItem,
-    latest_checkpoint,
-    load_items,
-)
+from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from rewardsmith.rl.policies import Policy, load_pretrained  # noqa: E402
+from rewardsmith.rl.prompts import PromptItem, load_items  # noqa: E402
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec  # noqa: E402
 
 

@@ -13,8 +13,10 @@ from support import EchoLengthTool
 
 torch = pytest.importorskip("torch")
 
-from rewardsmith.rl.grpo import METRICS_FILE, GRPOConfig, GRPOTrainer, load_items  # noqa: E402
+from rewardsmith.models.checkpoints import METRICS_FILE  # noqa: E402
+from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from rewardsmith.rl.policies import TESTBED, TESTBED_FILE  # noqa: E402
+from rewardsmith.rl.prompts import load_items  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

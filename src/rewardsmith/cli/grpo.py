@@ -22,6 +22,8 @@ from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, progress_bar
 from rewardsmith.errors import ConfigError, MissingDependencyError
+from rewardsmith.models.loading import torch_threads
+from rewardsmith.rl.prompts import load_items, testbed_eval_problems
 
 app = typer.Typer(
     help="GRPO on rewardsmith rewards: train a policy, evaluate checkpoints.",
@@ -110,8 +112,8 @@ def train_cmd(
 ) -> None:
     """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl."""
     _require_torch()
-    from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer, load_items
-    from rewardsmith.rl.policies import load_policy, torch_threads
+    from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
+    from rewardsmith.rl.policies import load_policy
     from rewardsmith.rl.rewards import parse_rewards
 
     if backend not in ("embedded", "trl"):
@@ -236,8 +238,7 @@ def eval_cmd(
     of every policy against the first."""
     _require_torch()
     from rewardsmith.rl.evaluate import compare, evaluate_policy
-    from rewardsmith.rl.grpo import load_items
-    from rewardsmith.rl.policies import load_policy, testbed_eval_problems, torch_threads
+    from rewardsmith.rl.policies import load_policy
 
     torch_threads(threads)
     items: list[Any] = (
