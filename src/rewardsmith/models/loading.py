@@ -4,9 +4,11 @@ Every model rewardsmith reads (reward-model backbones and trained reward models 
 policies in `rl`, the `model` tool, the router's MiniLM embedder) goes through
 `load_model` / `load_tokenizer`:
 
-- **local only**: every `from_pretrained` call gets `local_files_only=True`, so nothing
-  reaches a model hub, and nothing in `os.environ` is changed for the host process. A hub
-  name is accepted only where the user opted in with `HF_HUB_OFFLINE=0` (`local_source`);
+- **local only**: only a local folder reaches `from_pretrained` (with
+  `local_files_only=True`), so nothing contacts a model hub, and nothing in `os.environ` is
+  changed for the host process. A hub name is passed on only when the user opted in with
+  `HF_HUB_OFFLINE=0` (`local_source`): huggingface_hub contacts the hub for any name, even
+  with `local_files_only=True`;
 - **GGUF**: `gguf_file=` dequantizes a GGUF checkpoint to float32 (transformers needs `gguf`
   and `accelerate`) and drops the GGUF quantizer, so the model saves as a plain one
   (`forget_gguf`);
@@ -140,9 +142,13 @@ def _require_gguf() -> None:
         raise MissingDependencyError("gguf", "rl") from exc
 
 
-def _local_only(source: str | Path) -> bool:
-    # A folder is read from disk either way; a hub name is fetched only on the user's opt-in.
-    return Path(source).is_dir() or not hub_allowed()
+def _from_pretrained_args(source: str | Path, what: str) -> tuple[str, dict[str, Any]]:
+    # A hub name never reaches transformers without the user's opt-in: even with
+    # `local_files_only=True`, huggingface_hub contacts the hub for a name (its user-agent
+    # registry; the adapter lookup of the Auto classes, transformers 5.24). A folder is read
+    # from disk with no network access at all.
+    source = local_source(source, what)
+    return source, {"local_files_only": Path(source).is_dir()}
 
 
 @contextmanager
@@ -176,9 +182,8 @@ def load_tokenizer(
     if gguf_file:
         _require_gguf()
         kwargs["gguf_file"] = gguf_file
-    tokenizer = transformers.AutoTokenizer.from_pretrained(
-        source, local_files_only=_local_only(source), **kwargs
-    )
+    source, hub = _from_pretrained_args(source, "tokenizer")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(source, **hub, **kwargs)
     ensure_pad_token(tokenizer)
     if padding_side is not None:
         tokenizer.padding_side = padding_side
@@ -212,11 +217,8 @@ def load_model(
         _require_gguf()
         kwargs["gguf_file"] = gguf_file
     cls = getattr(transformers, model_class)
-    load_kwargs = {
-        "dtype": dtype or torch.float32,
-        "local_files_only": _local_only(source),
-        **kwargs,
-    }
+    source, hub = _from_pretrained_args(source, "model")
+    load_kwargs = {"dtype": dtype or torch.float32, **hub, **kwargs}
     if quiet:
         with quiet_transformers():
             model = cls.from_pretrained(source, **load_kwargs)
