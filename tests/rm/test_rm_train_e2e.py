@@ -98,6 +98,9 @@ def test_train_save_load_evaluate_register_score(tiny_backbone: Path, tmp_path: 
     assert "RBS reward model" in (out / "README.md").read_text()
     metrics = [json.loads(line) for line in (out / METRICS_FILE).read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 81))
+    # transformers' linear schedule: 2 warmup steps up to lr 5e-3, then linear decay to 0
+    assert [m["lr"] for m in metrics[:3]] == pytest.approx([2.5e-3, 5e-3, 5e-3 * 77 / 78])
+    assert metrics[-1]["lr"] == 0.0
     assert result.steps == 80 and result.comparisons == 80 * 8 * 7 and result.tokens > 0
 
     # Learned something: the trained model prefers the on-topic completion, the untrained
