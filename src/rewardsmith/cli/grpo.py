@@ -23,6 +23,7 @@ from rich.table import Table
 from rewardsmith.cli.common import LibraryOption, progress_bar
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.models.loading import torch_threads
+from rewardsmith.report.grpo_plot import plot_metrics
 from rewardsmith.rl.prompts import load_items, testbed_eval_problems
 
 app = typer.Typer(
@@ -171,8 +172,6 @@ def train_cmd(
             trainer = GRPOTrainer(pol, tools, items, config, out, library=library)
             result = trainer.train(resume=resume, on_step=on_step)
     if plot and (out / "metrics.jsonl").exists():
-        from rewardsmith.report.grpo_plot import plot_metrics
-
         try:
             plot_metrics(out / "metrics.jsonl", out / "metrics.png")
         except MissingDependencyError as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from rewardsmith.errors import ConfigError, InputError
@@ -311,8 +312,6 @@ class _Bar:
     """A tqdm bar showing the running loss and in-batch accuracy."""
 
     def __init__(self, total: int, initial: int) -> None:
-        from tqdm.auto import tqdm
-
         self._bar = tqdm(total=total, initial=initial, desc="rm train", unit="step")
 
     def update(self, n: int, loss: float, acc: float) -> None:
