@@ -3,8 +3,9 @@
 The loop: stream (prefix, suffix) pairs (`rm.data`), score each prefix against its own suffix
 and k sampled (or all B - 1) other suffixes of the batch (`rm.model`), minimize the in-batch
 Bradley-Terry loss with score centering (`rm.loss`) with AdamW, linear warmup then linear
-decay, gradient accumulation and gradient clipping. Every `save_every` steps a checkpoint
-(weights, optimizer, scheduler, step) lands in `OUT/checkpoints/step-N`; `resume=True`
+decay (transformers' `get_linear_schedule_with_warmup`), gradient accumulation and gradient
+clipping. Every `save_every` steps a checkpoint (weights, optimizer, scheduler, step) lands
+in `OUT/checkpoints/step-N` (`rewardsmith.models.checkpoints`); `resume=True`
 continues from the newest one, regenerating the seeded data stream and skipping the batches
 already seen. `OUT/metrics.jsonl` gets one line per logged step.
 
