@@ -28,8 +28,9 @@ from typing import Any
 
 import torch
 
-from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer, load_items
+from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
 from rewardsmith.rl.policies import load_policy
+from rewardsmith.rl.prompts import load_items
 from rewardsmith.rl.trl_backend import train_trl
 
 REWARDS = ["gsm8k", "format_tags"]

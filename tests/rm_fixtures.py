@@ -10,7 +10,7 @@ def make_tiny_backbone(path: Path, seed: int = 0) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from rewardsmith.rm.backbones import minilm_dir
+    from rewardsmith.models.loading import minilm_dir
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
     config = BertConfig(

@@ -12,11 +12,13 @@ from typer.testing import CliRunner
 pytest.importorskip("torch")
 
 from rewardsmith.cli.main import app  # noqa: E402
-from rewardsmith.report.grpo_plot import moving_average  # noqa: E402
+from rewardsmith.errors import InputError  # noqa: E402
+from rewardsmith.report.grpo_plot import moving_average, read_metrics  # noqa: E402
 from rewardsmith.rl.evaluate import EvalResult, compare, evaluate_policy  # noqa: E402
-from rewardsmith.rl.grpo import GRPOConfig, load_items  # noqa: E402
+from rewardsmith.rl.grpo import GRPOConfig  # noqa: E402
 from rewardsmith.rl.policies import load_pretrained  # noqa: E402
 from rewardsmith.rl.problems import generate  # noqa: E402
+from rewardsmith.rl.prompts import load_items  # noqa: E402
 
 runner = CliRunner()
 
@@ -43,6 +45,18 @@ def test_compare_applies_bonferroni_over_the_comparisons() -> None:
 
 def test_moving_average() -> None:
     assert moving_average([1, 2, 3, 4], window=2) == [1, 1.5, 2.5, 3.5]
+
+
+def test_metrics_for_the_plot_name_a_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "reward": 0.5}\n\n{"step": 2, "reward": 0.75}\n')
+    assert [r["reward"] for r in read_metrics(path)] == [0.5, 0.75]
+    path.write_text('{"step": 1, "reward": 0.5}\n{"step": 2, "rew\n')
+    with pytest.raises(InputError, match=r"metrics.jsonl:2: not valid JSON"):
+        read_metrics(path)
+    path.write_text("")
+    with pytest.raises(InputError, match="holds no metrics"):
+        read_metrics(path)
 
 
 def test_cli_train_then_eval(tiny_testbed: Path, tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rewardsmith.errors import ConfigError  # noqa: E402
-from rewardsmith.rl.grpo import (  # noqa: E402
+from rewardsmith.rl.grpo import GRPOConfig  # noqa: E402
+from rewardsmith.rl.grpo_math import (  # noqa: E402
     STD_EPS,
-    GRPOConfig,
     batch_indices,
     clipped_objective,
     group_advantages,

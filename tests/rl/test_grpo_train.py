@@ -11,16 +11,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rewardsmith.models.checkpoints import METRICS_FILE, latest_checkpoint  # noqa: E402
 from rewardsmith.rl.generation import token_logprobs  # noqa: E402
-from rewardsmith.rl.grpo import (  # noqa: E402
-    METRICS_FILE,
-    GRPOConfig,
-    GRPOTrainer,
-    PromptItem,
-    latest_checkpoint,
-    load_items,
-)
+from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from rewardsmith.rl.policies import Policy, load_pretrained  # noqa: E402
+from rewardsmith.rl.prompts import PromptItem, load_items  # noqa: E402
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec  # noqa: E402
 
 
@@ -225,3 +220,81 @@ def test_the_router_can_be_the_reward(tmp_path: Path) -> None:
         rewards.close()
     assert batch.per_tool["router:rules"] == [1.0, 0.0]
     assert batch.total == [2.0, 0.0]
+
+
+def test_a_failing_run_still_closes_the_reward_tools(tiny_testbed: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    trainer = _trainer(tiny_testbed, tmp_path / "run", tmp_path / "lib.db", steps=3)
+
+    def crash(metrics: dict[str, object]) -> None:
+        raise RuntimeError("trainer killed after the first step")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        trainer.train(on_step=crash)
+    # The library the reward set opened (and its tools) are closed, not leaked.
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        trainer.reward.library.records()
+
+
+def test_the_trl_backend_closes_its_reward_functions_when_training_fails(
+    tiny_testbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("trl")
+    from rewardsmith.rl import trl_backend
+
+    closed: list[str] = []
+
+    class Func:
+        def __init__(self, name: str) -> None:
+            self.__name__ = name
+
+        def close(self) -> None:
+            closed.append(self.__name__)
+
+    class Broken:
+        def __init__(self, **kwargs: object) -> None:
+            raise RuntimeError("TRL failed to start")
+
+    monkeypatch.setattr(trl_backend, "reward_funcs", lambda tools, **kw: [Func(t) for t in tools])
+    monkeypatch.setattr(trl_backend, "TRLTrainer", Broken)
+    config = GRPOConfig(steps=1, prompts_per_step=2, group_size=2, lora_rank=0)
+    with pytest.raises(RuntimeError, match="failed to start"):
+        trl_backend.train_trl(
+            _policy(tiny_testbed), ["gsm8k", "format_tags"], ITEMS, config, tmp_path / "trl"
+        )
+    assert closed == ["gsm8k", "format_tags"]
+
+
+def test_checkpoints_are_numbered_and_the_newest_by_step_is_resumed(
+    tiny_testbed: Path, tmp_path: Path
+) -> None:
+    from rewardsmith.models.checkpoints import saved_checkpoints
+
+    out = tmp_path / "run"
+    trainer = _trainer(
+        tiny_testbed, out, tmp_path / "lib.db", steps=3, save_every=1, keep_checkpoints=5
+    )
+    trainer.train(save_model=False)
+    assert [(s, p.name) for s, p in saved_checkpoints(out)] == [
+        (1, "step-1"),
+        (2, "step-2"),
+        (3, "step-3"),
+    ]
+    # A run of an older version wrote zero-padded names; a higher step still wins by number.
+    (out / "checkpoints" / "step-3").rename(out / "checkpoints" / "step-000003")
+    resumed = _trainer(tiny_testbed, out, tmp_path / "lib.db", steps=3)
+    assert resumed.resume() == 3
+    resumed.close()
+
+
+def test_a_bad_prompts_line_is_named(tmp_path: Path) -> None:
+    from rewardsmith.errors import InputError
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"question": "1+1?", "answer": "2"}\n{"question": "2+2?", \n')
+    with pytest.raises(InputError, match=r"p.jsonl:2: not valid JSON"):
+        load_items(str(path))
+    path.write_text('{"question": "1+1?", "answer": "2"}\n["2+2?", "4"]\n')
+    with pytest.raises(InputError, match=r"p.jsonl:2: expected a JSON object"):
+        load_items(str(path))

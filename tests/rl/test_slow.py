@@ -13,8 +13,10 @@ from support import EchoLengthTool
 
 torch = pytest.importorskip("torch")
 
-from rewardsmith.rl.grpo import METRICS_FILE, GRPOConfig, GRPOTrainer, load_items  # noqa: E402
+from rewardsmith.models.checkpoints import METRICS_FILE, checkpoint_dir  # noqa: E402
+from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from rewardsmith.rl.policies import TESTBED, TESTBED_FILE  # noqa: E402
+from rewardsmith.rl.prompts import load_items  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +57,7 @@ def test_smollm2_three_steps_and_exact_resume(tmp_path: Path) -> None:
     assert "reward/format_tags_approx/thinking" in rows[-1]
 
     resumed = _smollm2_trainer(tmp_path / "run", library, steps=3)
-    resumed.resume(tmp_path / "run" / "checkpoints" / "step-000002")
+    resumed.resume(checkpoint_dir(tmp_path / "run", 2))
     again = resumed.train_step()
     assert again["step"] == 3
     assert again["loss"] == rows[2]["loss"]  # bit-identical
@@ -81,7 +83,7 @@ def test_testbed_build_is_cached_and_leaves_room_to_improve() -> None:
 
     path = build_testbed(TESTBED)
     record = json.loads((path / TESTBED_FILE).read_text())
-    # the format is learned; the arithmetic only partly (measured: 0.385 on 200 problems,
+    # the format is learned; the arithmetic only partly (measured: 0.350 on 200 problems,
     # inside the 20-60% band the design asks for; see rl/policies.py)
     assert record["eval"]["parseable"] >= 0.95 * record["eval"]["n"]
     assert 0.2 <= record["eval"]["accuracy"]["value"] <= 0.6

@@ -25,6 +25,6 @@ def tiny_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def minilm_tokenizer():  # type: ignore[no-untyped-def]
     from transformers import AutoTokenizer
 
-    from rewardsmith.rm.backbones import minilm_dir
+    from rewardsmith.models.loading import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())

@@ -36,6 +36,21 @@ def test_jsonl_fields_are_joined(tmp_path: Path) -> None:
     assert list(iter_documents(path, "question,answer")) == ["Q?\n\nA.", "Q2?"]
 
 
+def test_jsonl_corpus_gzip_arrays_and_bad_lines(tmp_path: Path) -> None:
+    import gzip
+
+    with gzip.open(tmp_path / "c.jsonl.gz", "wt") as fh:
+        fh.write(json.dumps({"text": "zipped"}) + "\n")
+    assert list(iter_documents(tmp_path / "c.jsonl.gz")) == ["zipped"]
+    array = tmp_path / "c.json"  # a .json corpus may be one JSON array
+    array.write_text(json.dumps([{"text": "one"}, {"text": "two"}], indent=2))
+    assert list(iter_documents(array)) == ["one", "two"]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"text": "fine"}) + "\n{not json\n")
+    with pytest.raises(InputError, match=r"broken.jsonl:2: not valid JSON"):
+        list(iter_documents(broken))
+
+
 def test_text_file_blank_lines_separate_documents(tmp_path: Path) -> None:
     path = tmp_path / "c.txt"
     path.write_text("one\nline two\n\n\nsecond doc\n")

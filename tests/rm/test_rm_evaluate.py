@@ -116,8 +116,11 @@ def test_qwen_best_of_n_file_slice() -> None:
     # The slice keeps only idx, gt, response, score: no majority or reference-RM column.
     s = load_eval_set(FIXTURES / "math" / "qwen25_math_cot_slice.jsonl")
     assert s.kind == "best_of_n" and all(len(r.responses) == 8 for r in s.bon)
+    # correct responses per problem, 8 each: 0, 3, 8, 6, 0, 8, 7, 4
+    assert [sum(r.correct) for r in s.bon] == [0, 3, 8, 6, 0, 8, 7, 4]
     out = best_of_n(s.bon, None)
-    assert 0 <= out["random"] <= out["oracle"] <= 1
+    assert out["random"] == pytest.approx(36 / 64)  # expected accuracy of a uniform pick
+    assert out["oracle"] == pytest.approx(6 / 8)  # problems with any correct response
     assert not {"majority", "reference_rm", "model"} & out.keys()
 
 
@@ -159,8 +162,26 @@ def test_constant_scores_get_zero_not_half(tmp_path: Path) -> None:
     )
     flat = pairwise_accuracy(load_eval_set(path).pref, lambda p, c: [0.0] * len(p))
     assert flat["accuracy"] == 0.0
-    noisy = pairwise_accuracy(load_eval_set(path).pref, random_scores(0))
-    assert 0.0 <= noisy["accuracy"] <= 1.0
+
+
+def test_random_scores_are_a_seeded_chance_level(tmp_path: Path) -> None:
+    rows = [{"prompt": f"p{i}", "chosen": f"good {i}", "rejected": f"bad {i}"} for i in range(400)]
+    pref = load_eval_set(write_jsonl(tmp_path / "rb.jsonl", rows)).pref
+    first = pairwise_accuracy(pref, random_scores(0))["accuracy"]
+    # 400 fair coin flips: within 0.5 +- 0.1 fails with probability ~6e-5 (and the seed is fixed)
+    assert abs(first - 0.5) < 0.1
+    assert pairwise_accuracy(pref, random_scores(0))["accuracy"] == first  # seeded
+    assert pairwise_accuracy(pref, random_scores(1))["accuracy"] != first
+
+
+def test_a_bad_line_is_named_by_path_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "rb.jsonl"
+    path.write_text('{"prompt": "p", "chosen": "a", "rejected": "b"}\n{"prompt": \n')
+    with pytest.raises(InputError, match=r"rb.jsonl:2: not valid JSON"):
+        load_eval_set(path)
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(InputError, match="found none"):
+        load_eval_set(tmp_path / "empty.jsonl")
 
 
 def test_unknown_format_says_what_is_expected(tmp_path: Path) -> None:

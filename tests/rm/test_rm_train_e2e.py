@@ -13,11 +13,12 @@ import pytest
 import torch
 
 from rewardsmith.library.store import Library
+from rewardsmith.models.checkpoints import METRICS_FILE, latest_checkpoint
 from rewardsmith.rm.data import SplitConfig
 from rewardsmith.rm.evaluate import PrefRow, pairwise_accuracy
 from rewardsmith.rm.model import load_scorer
 from rewardsmith.rm.registry import list_models, register_trained, search_models
-from rewardsmith.rm.train import METRICS_FILE, TrainConfig, latest_checkpoint, train
+from rewardsmith.rm.train import TrainConfig, train
 from rewardsmith.types import Sample
 
 WORDS = [
@@ -97,6 +98,9 @@ def test_train_save_load_evaluate_register_score(tiny_backbone: Path, tmp_path: 
     assert "RBS reward model" in (out / "README.md").read_text()
     metrics = [json.loads(line) for line in (out / METRICS_FILE).read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 81))
+    # transformers' linear schedule: 2 warmup steps up to lr 5e-3, then linear decay to 0
+    assert [m["lr"] for m in metrics[:3]] == pytest.approx([2.5e-3, 5e-3, 5e-3 * 77 / 78])
+    assert metrics[-1]["lr"] == 0.0
     assert result.steps == 80 and result.comparisons == 80 * 8 * 7 and result.tokens > 0
 
     # Learned something: the trained model prefers the on-topic completion, the untrained

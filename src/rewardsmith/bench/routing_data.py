@@ -24,13 +24,14 @@ translation's chrF would be wrong), and code with unit tests when there is no `c
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from rewardsmith.jsonl import read_jsonl
 
 Item = dict[str, Any]
 
@@ -127,9 +128,9 @@ def _split(records: list[Any], split: str, rng: random.Random) -> list[tuple[int
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    opener: Callable[..., Any] = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """Records of a JSONL file or JSON array (`rewardsmith.jsonl`: errors name path and line)."""
+    records: list[dict[str, Any]] = read_jsonl(path, allow_array=True)
+    return records
 
 
 def _gsm8k_number(answer: str) -> str:
@@ -237,7 +238,7 @@ def translation(data: Path, split: str, rng: random.Random) -> Iterator[Item]:
 def llmbar(data: Path, split: str, rng: random.Random) -> Iterator[Item]:
     recs = []
     for path in sorted((data / "preference" / "llmbar").glob("*.json")):
-        recs.extend(json.loads(path.read_text("utf-8")))
+        recs.extend(_jsonl(path))
     recs = [r for r in recs if len(r["input"]) + len(r["output_1"]) + len(r["output_2"]) < 2500]
     for k, (_, r) in enumerate(_split(recs, split, rng)):
         better = r["output_1"] if r["label"] == 1 else r["output_2"]
@@ -313,7 +314,7 @@ def code(data: Path, split: str, rng: random.Random, has_code_tool: bool) -> Ite
     reads (`{test_list, test_imports}`, `{prompt, test, entry_point}`)."""
     label = "code" if has_code_tool else "synthesize"
     kind = None if has_code_tool else "code_verifier"
-    mbpp = json.loads((data / "code" / "sanitized-mbpp.json").read_text("utf-8"))
+    mbpp = _jsonl(data / "code" / "sanitized-mbpp.json")
     for k, (_, r) in enumerate(_split(mbpp, split, rng)[: PER_SOURCE // 2]):
         tests = "\n".join(r["test_list"])
         ref = json.dumps({"test_list": r["test_list"], "test_imports": r["test_imports"]})

@@ -22,6 +22,9 @@ from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, progress_bar
 from rewardsmith.errors import ConfigError, MissingDependencyError
+from rewardsmith.models.loading import torch_threads
+from rewardsmith.report.grpo_plot import plot_metrics
+from rewardsmith.rl.prompts import load_items, testbed_eval_problems
 
 app = typer.Typer(
     help="GRPO on rewardsmith rewards: train a policy, evaluate checkpoints.",
@@ -110,8 +113,8 @@ def train_cmd(
 ) -> None:
     """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl."""
     _require_torch()
-    from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer, load_items
-    from rewardsmith.rl.policies import load_policy, torch_threads
+    from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
+    from rewardsmith.rl.policies import load_policy
     from rewardsmith.rl.rewards import parse_rewards
 
     if backend not in ("embedded", "trl"):
@@ -169,8 +172,6 @@ def train_cmd(
             trainer = GRPOTrainer(pol, tools, items, config, out, library=library)
             result = trainer.train(resume=resume, on_step=on_step)
     if plot and (out / "metrics.jsonl").exists():
-        from rewardsmith.report.grpo_plot import plot_metrics
-
         try:
             plot_metrics(out / "metrics.jsonl", out / "metrics.png")
         except MissingDependencyError as exc:
@@ -236,8 +237,7 @@ def eval_cmd(
     of every policy against the first."""
     _require_torch()
     from rewardsmith.rl.evaluate import compare, evaluate_policy
-    from rewardsmith.rl.grpo import load_items
-    from rewardsmith.rl.policies import load_policy, testbed_eval_problems, torch_threads
+    from rewardsmith.rl.policies import load_policy
 
     torch_threads(threads)
     items: list[Any] = (

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library
 from rewardsmith.errors import MissingDependencyError
+from rewardsmith.models.loading import torch_threads
 
 app = typer.Typer(help="Reward models without human labels: train, evaluate.", no_args_is_help=True)
 console = Console()
@@ -131,7 +132,7 @@ def train_cmd(
     """Train a reward model from unlabeled text (RBS) and register it as a `model` tool."""
     _require_torch()
     from rewardsmith.rm.data import SplitConfig
-    from rewardsmith.rm.model import Windows, torch_threads
+    from rewardsmith.rm.model import Windows
     from rewardsmith.rm.registry import register_trained
     from rewardsmith.rm.train import TrainConfig, train
 
@@ -260,13 +261,7 @@ def eval_cmd(
     """Pairwise / best-of-4 / best-of-N accuracy of a reward model (and of its untrained start)."""
     _require_torch()
     from rewardsmith.rm.evaluate import Outcomes, compare_outcomes, evaluate_sets, load_eval_set
-    from rewardsmith.rm.model import (
-        Windows,
-        init_scorer,
-        load_scorer,
-        read_rbs_config,
-        torch_threads,
-    )
+    from rewardsmith.rm.model import Windows, init_scorer, load_scorer, read_rbs_config
 
     torch_threads(threads)
     sets = [load_eval_set(p, limit) for p in data]

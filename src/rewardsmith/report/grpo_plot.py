@@ -6,12 +6,12 @@ module costs nothing; a missing matplotlib raises `MissingDependencyError`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import InputError, MissingDependencyError
+from rewardsmith.jsonl import read_jsonl
 
 # Raw per-step values are noisy with a handful of prompts per step; the plot also draws a
 # moving average over this many steps.
@@ -19,9 +19,9 @@ SMOOTH_STEPS = 10
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """The per-step records of a `metrics.jsonl` file."""
-    lines = Path(path).read_text().splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
+    """The per-step records of a `metrics.jsonl` file (a bad line raises `InputError` with
+    its path and line number)."""
+    rows: list[dict[str, Any]] = read_jsonl(path)
     if not rows:
         raise InputError(f"{path} holds no metrics")
     return rows

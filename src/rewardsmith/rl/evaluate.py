@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rewardsmith.rl.answers import AnswerFormat, judge
+from rewardsmith.rl.generation import generate
 from rewardsmith.rl.stats import Interval, McNemar, accuracy_ci, f1_ci, mcnemar_exact
 
 DEFAULT_EVAL_BATCH = 64
@@ -76,8 +77,6 @@ def evaluate_policy(
     progress: Callable[[int], None] | None = None,
 ) -> EvalResult:
     """Greedy completions of `policy` (an `rl.policies.Policy`) on `items`, judged."""
-    from rewardsmith.rl.generation import generate
-
     fmt = answer_format or policy.answer_format
     start = time.perf_counter()
     texts: list[str] = []

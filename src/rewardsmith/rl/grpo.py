@@ -49,37 +49,48 @@ import copy
 import json
 import logging
 import math
-import random
 import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
+from transformers import get_constant_schedule_with_warmup
 
-from rewardsmith.errors import ConfigError, InputError, MissingDependencyError
+from rewardsmith.errors import ConfigError, InputError
 from rewardsmith.library.store import Library
+from rewardsmith.models.checkpoints import (
+    CHECKPOINTS,
+    METRICS_FILE,
+    STATE_FILE,
+    append_metrics,
+    checkpoint_dir,
+    latest_checkpoint,
+    truncate_metrics,
+    writing_checkpoint,
+)
 from rewardsmith.rl.answers import ANSWER_FORMATS, AnswerFormat, judge
 from rewardsmith.rl.generation import Rollout, generate, token_logprobs
+from rewardsmith.rl.grpo_math import (
+    LOSS_TYPES,
+    LossType,
+    batch_indices,
+    clipped_objective,
+    group_advantages,
+    step_seed,
+)
+from rewardsmith.rl.lora import add_lora
 from rewardsmith.rl.policies import Policy, save_policy
+from rewardsmith.rl.prompts import PromptItem
 from rewardsmith.rl.rewards import RewardSet, ToolRef
 
 log = logging.getLogger(__name__)
 
-LossType = Literal["grpo", "dapo"]
-LOSS_TYPES: tuple[LossType, ...] = ("grpo", "dapo")
-CHECKPOINTS = "checkpoints"
-STATE_FILE = "trainer_state.pt"
-METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "grpo_config.json"
 SUMMARY_FILE = "summary.json"
 MODEL_DIR = "model"
-# Keeps a group of identical rewards from dividing by zero; small against any reward scale.
-STD_EPS = 1e-4
-#: Linear layers of Llama-style models (LoRA targets): attention and MLP projections.
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
@@ -139,96 +150,6 @@ class GRPOConfig:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class PromptItem:
-    """One training or evaluation question with its reference answer."""
-
-    question: str
-    reference: str
-
-
-# -- the math of one step, as pure functions (tested by hand computations) ---------------------
-
-
-def group_advantages(rewards: torch.Tensor, group_size: int, scale: bool = True) -> torch.Tensor:
-    """A_i = (r_i - mean_g) / (std_g + eps) per group of `group_size` consecutive rewards
-    (population std); `scale=False`: r_i - mean_g."""
-    if rewards.numel() % group_size:
-        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
-    grouped = rewards.view(-1, group_size).float()
-    centered = grouped - grouped.mean(dim=1, keepdim=True)
-    if scale:
-        centered = centered / (grouped.std(dim=1, unbiased=False, keepdim=True) + STD_EPS)
-    return centered.reshape(-1)
-
-
-@dataclass
-class LossParts:
-    """The loss of a micro-batch and what the logs need."""
-
-    loss: torch.Tensor
-    clipped_tokens: float
-    kl_sum: float
-    tokens: float
-
-
-def clipped_objective(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    epsilon: float,
-    epsilon_high: float,
-    loss_type: LossType,
-    denominator: float,
-    beta: float = 0.0,
-    ref_logp: torch.Tensor | None = None,
-) -> LossParts:
-    """The GRPO loss of a micro-batch: per token
-    -min(rho A, clip(rho, 1 - epsilon, 1 + epsilon_high) A) + beta KL_k3, summed as
-    `loss_type` says and divided by `denominator` (tokens of the whole batch for "dapo",
-    sequences of the whole batch for "grpo"), so micro-batches add up to the batch loss."""
-    mask = mask.float()
-    ratio = torch.exp(logp - old_logp)
-    adv = advantages[:, None]
-    unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high) * adv
-    per_token = -torch.minimum(unclipped, clipped)
-    kl_sum = 0.0
-    if beta > 0:
-        if ref_logp is None:
-            raise ValueError("beta > 0 needs the reference log-probs")
-        delta = ref_logp - logp
-        kl = torch.exp(delta) - delta - 1
-        per_token = per_token + beta * kl
-        kl_sum = float((kl * mask).sum().detach())
-    if loss_type == "dapo":
-        loss = (per_token * mask).sum() / denominator
-    else:
-        per_seq = (per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
-        loss = per_seq.sum() / denominator
-    is_clipped = ((unclipped - clipped).abs() > 0) & mask.bool()
-    return LossParts(loss, float(is_clipped.sum()), kl_sum, float(mask.sum()))
-
-
-def step_seed(seed: int, step: int) -> int:
-    """The RNG seed of one step: a function of (seed, step) only, so resumes are exact."""
-    return (seed * 1_000_003 + step * 7_919 + 17) % (2**63 - 1)
-
-
-def batch_indices(n_items: int, per_step: int, seed: int, step: int) -> list[int]:
-    """Prompt indices of step `step` (1-based): epochs of seeded permutations of the items."""
-    out: list[int] = []
-    start = (step - 1) * per_step
-    for k in range(start, start + per_step):
-        epoch, pos = divmod(k, n_items)
-        order = list(range(n_items))
-        random.Random(seed * 31 + epoch).shuffle(order)
-        out.append(order[pos])
-    return out
-
-
 # -- the trainer --------------------------------------------------------------------------------
 
 
@@ -262,7 +183,6 @@ class GRPOTrainer:
         self.config = config
         self.out = Path(out)
         self.answer_format: AnswerFormat = config.answer_format or policy.answer_format
-        self.reward = RewardSet(rewards, config.reward_weights, library=library)
         self.step = 0
         torch.manual_seed(config.seed)  # LoRA initialization
         self.ref_model: Any = None
@@ -273,30 +193,27 @@ class GRPOTrainer:
         self.optimizer = torch.optim.AdamW(
             trainable, lr=config.lr, betas=(0.9, 0.99), weight_decay=config.weight_decay
         )
-        warmup = config.warmup_steps
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0
-        )
+        # The schedule TRL's backend gets too (`lr_scheduler_type="constant_with_warmup"`).
+        self.scheduler = get_constant_schedule_with_warmup(self.optimizer, config.warmup_steps)
+        # Last: the reward tools hold processes and connections that `close()` releases.
+        self.reward = RewardSet(rewards, config.reward_weights, library=library)
 
     def _wrap(self, model: Any) -> Any:
-        if self.config.lora_rank == 0:
+        cfg = self.config
+        if cfg.lora_rank == 0:
             model.requires_grad_(True)
             return model
-        try:
-            from peft import LoraConfig, get_peft_model
-        except ImportError as exc:
-            raise MissingDependencyError("peft", "rl") from exc
-        names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
-        targets = [t for t in LORA_TARGETS if t in names] or "all-linear"
-        lora = LoraConfig(
-            r=self.config.lora_rank,
-            lora_alpha=self.config.lora_alpha,
-            lora_dropout=self.config.lora_dropout,
-            target_modules=targets,
-            bias="none",
-            task_type="CAUSAL_LM",
-        )
-        return get_peft_model(model, lora)
+        return add_lora(model, cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout)
+
+    def close(self) -> None:
+        """Release the reward tools (worker processes, library connection)."""
+        self.reward.close()
+
+    def __enter__(self) -> GRPOTrainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- one step -------------------------------------------------------------------------
 
@@ -360,7 +277,7 @@ class GRPOTrainer:
         }
         if cfg.beta > 0:
             metrics["kl"] = update["kl"]
-        self._append_metrics(metrics)
+        append_metrics(self.out / METRICS_FILE, metrics)
         return metrics
 
     def _micro_batches(self, n: int) -> list[slice]:
@@ -445,7 +362,19 @@ class GRPOTrainer:
         save_model: bool = True,
     ) -> TrainResult:
         """Run to `config.steps` (or the time limit), checkpointing every `save_every` steps;
-        `resume`: continue from the newest checkpoint in `out`."""
+        `resume`: continue from the newest checkpoint in `out`. The reward tools are closed
+        at the end, also when a step (or `on_step`) raises."""
+        try:
+            return self._run(resume, on_step, save_model)
+        finally:
+            self.close()
+
+    def _run(
+        self,
+        resume: bool,
+        on_step: Callable[[dict[str, Any]], None] | None,
+        save_model: bool,
+    ) -> TrainResult:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / CONFIG_FILE).write_text(
             json.dumps(
@@ -482,13 +411,7 @@ class GRPOTrainer:
         seconds = time.perf_counter() - start
         summary = {"steps": self.step, "seconds": round(seconds, 1), "last": last}
         (self.out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-        self.reward.close()
         return TrainResult(self.step, self.out, model_dir, seconds, last)
-
-    def _append_metrics(self, metrics: dict[str, Any]) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        with (self.out / METRICS_FILE).open("a") as f:
-            f.write(json.dumps(metrics) + "\n")
 
     # -- checkpoints --------------------------------------------------------------------------
 
@@ -496,9 +419,8 @@ class GRPOTrainer:
         return {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
     def save_checkpoint(self) -> Path:
-        """`out/checkpoints/step-N/trainer_state.pt`: trainable weights, optimizer, scheduler."""
-        path = self.out / CHECKPOINTS / f"step-{self.step:06d}"
-        path.mkdir(parents=True, exist_ok=True)
+        """`out/checkpoints/step-N/trainer_state.pt`: trainable weights, optimizer, scheduler;
+        the newest `keep_checkpoints` are kept."""
         state = {
             "step": self.step,
             "weights": self.trainable_state(),
@@ -506,13 +428,9 @@ class GRPOTrainer:
             "scheduler": self.scheduler.state_dict(),
             "config": self.config.to_dict(),
         }
-        tmp = path / (STATE_FILE + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path / STATE_FILE)
-        old = sorted((self.out / CHECKPOINTS).glob("step-*"))
-        for stale in old[: max(0, len(old) - self.config.keep_checkpoints)]:
-            shutil.rmtree(stale, ignore_errors=True)
-        return path
+        with writing_checkpoint(self.out, self.step, self.config.keep_checkpoints) as path:
+            torch.save(state, path / STATE_FILE)
+        return checkpoint_dir(self.out, self.step)
 
     def resume(self, checkpoint: Path | None = None) -> int:
         """Load the newest (or the given) checkpoint; returns the step it ends. Metrics lines
@@ -537,7 +455,7 @@ class GRPOTrainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
-        _truncate_metrics(self.out / METRICS_FILE, self.step)
+        truncate_metrics(self.out / METRICS_FILE, self.step)
         return self.step
 
     def save_model(self, path: Path) -> Path:
@@ -548,45 +466,3 @@ class GRPOTrainer:
         if path.exists():
             shutil.rmtree(path)
         return save_policy(self.policy, model, path)
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    found = sorted(p for p in (out / CHECKPOINTS).glob("step-*") if (p / STATE_FILE).exists())
-    return found[-1] if found else None
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    if not path.exists():
-        return
-    kept = [
-        line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step
-    ]
-    path.write_text("".join(line + "\n" for line in kept))
-
-
-def load_items(source: str, n: int | None = None, seed: int = 0) -> list[PromptItem]:
-    """Training prompts: `testbed` (the `rl` split of the procedural problems, 20,000 by
-    default) or a JSONL file with a question (`question` or `prompt`) and a reference
-    (`reference`, `answer` or `solution`) per line."""
-    if source == "testbed":
-        from rewardsmith.rl.policies import testbed_train_problems
-
-        return [
-            PromptItem(p.question, p.reference) for p in testbed_train_problems(n or 20_000, seed)
-        ]
-    path = Path(source)
-    if not path.is_file():
-        raise ConfigError(f"prompts {source!r}: expected 'testbed' or a JSONL file")
-    items: list[PromptItem] = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        question = row.get("question") or row.get("prompt")
-        reference = next((row[k] for k in ("reference", "answer", "solution") if k in row), None)
-        if not isinstance(question, str) or reference is None:
-            raise InputError(f"{path}:{lineno}: needs a question/prompt and a reference/answer")
-        items.append(PromptItem(question, str(reference)))
-        if n and len(items) >= n:
-            break
-    return items

@@ -26,19 +26,25 @@ to `OUT/model` like the embedded trainer's.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
+from datasets import Dataset
+from transformers import PrinterCallback, TrainerCallback
+from trl import GRPOConfig as TRLConfig
+from trl import GRPOTrainer as TRLTrainer
 
 from rewardsmith.integrations.trl import reward_funcs
 from rewardsmith.library.store import Library
+from rewardsmith.models.checkpoints import METRICS_FILE, append_metrics
 from rewardsmith.rl.answers import AnswerFormat, judge
-from rewardsmith.rl.grpo import METRICS_FILE, MODEL_DIR, GRPOConfig, PromptItem, TrainResult
+from rewardsmith.rl.grpo import MODEL_DIR, GRPOConfig, TrainResult
+from rewardsmith.rl.lora import lora_config
 from rewardsmith.rl.policies import Policy, save_policy
+from rewardsmith.rl.prompts import PromptItem
 from rewardsmith.rl.rewards import ToolRef, tool_name
 
 TRL_DIR = "trl"
@@ -63,8 +69,6 @@ class StrictAccuracy:
 
 def trl_config(config: GRPOConfig, out: Path, n_tools: int) -> Any:
     """TRL's `GRPOConfig` for our config (see the table in the module docstring)."""
-    from trl import GRPOConfig as TRLConfig
-
     completions = config.prompts_per_step * config.group_size
     if completions % config.grad_accum:
         raise ValueError("prompts_per_step * group_size must divide by grad_accum for TRL")
@@ -133,6 +137,40 @@ def _metrics_line(logs: dict[str, Any], step: int, names: Sequence[str]) -> dict
     return row
 
 
+class _MetricsLog(TrainerCallback):
+    """Writes each logged TRL step to `metrics.jsonl` in our names (`_metrics_line`), with the
+    wall time from step begin to step end (generation, reward and update)."""
+
+    def __init__(
+        self,
+        path: Path,
+        names: Sequence[str],
+        on_step: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
+        self.path = path
+        self.names = list(names)
+        self.on_step = on_step
+        self.started = 0.0
+        self.step_seconds = 0.0
+        self.last: dict[str, Any] = {}
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.started = time.perf_counter()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.step_seconds = time.perf_counter() - self.started
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+        if not logs or "reward" not in logs:
+            return
+        row = _metrics_line(logs, state.global_step, self.names)
+        row["time/step"] = self.step_seconds
+        self.last = row
+        append_metrics(self.path, row)
+        if self.on_step:
+            self.on_step(row)
+
+
 def train_trl(
     policy: Policy,
     rewards: Sequence[ToolRef],
@@ -145,11 +183,8 @@ def train_trl(
     on_step: Callable[[dict[str, Any]], None] | None = None,
     save_model: bool = True,
 ) -> TrainResult:
-    """GRPO with TRL's `GRPOTrainer` on `policy` (prompts formatted by the policy)."""
-    from datasets import Dataset
-    from transformers import TrainerCallback
-    from trl import GRPOTrainer
-
+    """GRPO with TRL's `GRPOTrainer` on `policy` (prompts formatted by the policy); the
+    reward functions are closed at the end, also when training raises."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = [tool_name(t) for t in rewards]
@@ -157,6 +192,26 @@ def train_trl(
         reward_funcs(list(rewards), library=library, reference_column="reference")
     )
     funcs.append(StrictAccuracy(config.answer_format or policy.answer_format))
+    try:
+        return _train(policy, funcs, names, items, config, out, resume, on_step, save_model)
+    finally:
+        for f in funcs:
+            close = getattr(f, "close", None)
+            if close:
+                close()
+
+
+def _train(
+    policy: Policy,
+    funcs: list[Any],
+    names: list[str],
+    items: Sequence[PromptItem],
+    config: GRPOConfig,
+    out: Path,
+    resume: bool,
+    on_step: Callable[[dict[str, Any]], None] | None,
+    save_model: bool,
+) -> TrainResult:
     dataset = Dataset.from_dict(
         {
             "prompt": [policy.prompt_for(it.question) for it in items],
@@ -165,48 +220,15 @@ def train_trl(
     )
     peft_config = None
     if config.lora_rank:
-        from peft import LoraConfig
-
-        from rewardsmith.rl.grpo import LORA_TARGETS
-
-        peft_config = LoraConfig(
-            r=config.lora_rank,
-            lora_alpha=config.lora_alpha,
-            lora_dropout=config.lora_dropout,
-            target_modules=list(LORA_TARGETS),
-            task_type="CAUSAL_LM",
+        peft_config = lora_config(
+            policy.model, config.lora_rank, config.lora_alpha, config.lora_dropout
         )
     metrics_path = out / METRICS_FILE
     if not resume and metrics_path.exists():
         metrics_path.unlink()
-
-    class _Log(TrainerCallback):
-        def __init__(self) -> None:
-            self.started = 0.0
-            self.step_seconds = 0.0
-            self.last: dict[str, Any] = {}
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.started = time.perf_counter()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.step_seconds = time.perf_counter() - self.started
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if not logs or "reward" not in logs:
-                return
-            row = _metrics_line(logs, state.global_step, names)
-            # wall time from step begin to step end: generation, reward and update
-            row["time/step"] = self.step_seconds
-            self.last = row
-            with metrics_path.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-            if on_step:
-                on_step(row)
-
-    logger = _Log()
+    logger = _MetricsLog(metrics_path, names, on_step)
     torch.manual_seed(config.seed)
-    trainer = GRPOTrainer(
+    trainer = TRLTrainer(
         model=policy.model,
         reward_funcs=funcs,
         args=trl_config(config, out, len(names)),
@@ -215,8 +237,6 @@ def train_trl(
         peft_config=peft_config,
         callbacks=[logger],
     )
-    from transformers import PrinterCallback
-
     trainer.remove_callback(PrinterCallback)  # our own progress and metrics file report
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=True if resume else None)
@@ -227,8 +247,4 @@ def train_trl(
         if hasattr(model, "merge_and_unload"):
             model = model.merge_and_unload()
         model_dir = save_policy(policy, model, out / MODEL_DIR)
-    for f in funcs:
-        close = getattr(f, "close", None)
-        if close:
-            close()
     return TrainResult(trainer.state.global_step, out, model_dir, seconds, logger.last)

@@ -7,7 +7,8 @@ Modules (heavy dependencies, torch and transformers, are imported only inside th
 - `model`: cross-encoder (default) and bi-encoder scorers on any Hugging Face backbone;
 - `train`: the training loop (`rewardsmith rm train`);
 - `evaluate`: pairwise accuracy, best-of-4 (RewardBench rows) and best-of-N (`rm eval`);
-- `backbones`: where the bundled MiniLM-L6 weights live;
+- `backbones`: backbone names (MiniLM-L6, SmolLM2 dequantized once, local folders); loading
+  itself is `rewardsmith.models.loading`;
 - `registry`: the local model registry (a JSON file) that WrapLLM searches.
 
 This package's `__init__` imports nothing heavy, so `rewardsmith.rm.registry` is cheap.

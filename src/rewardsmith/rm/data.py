@@ -20,7 +20,6 @@ and `skip` fast-forwards it on resume.
 from __future__ import annotations
 
 import gzip
-import json
 import random
 import re
 import zlib
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.jsonl import iter_jsonl
 
 SplitMode = Literal["random", "sentence", "boundary"]
 SPLIT_MODES: tuple[SplitMode, ...] = ("random", "sentence", "boundary")
@@ -144,18 +144,12 @@ def _text_documents(path: Path, per_file: bool) -> Iterator[str]:
 
 
 def _jsonl_documents(path: Path, names: list[str]) -> Iterator[str]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: not JSON: {exc}") from None
-            text = _join(row, names, f"{path}:{lineno}")
-            if text is not None:
-                yield text
+    # A `.json` file may be one JSON array of records instead of JSON Lines.
+    array = path.name.lower().endswith(".json")
+    for line_no, row in iter_jsonl(path, allow_array=array):
+        text = _join(row, names, f"{path}:{line_no}")
+        if text is not None:
+            yield text
 
 
 def _parquet_documents(path: Path, names: list[str]) -> Iterator[str]:

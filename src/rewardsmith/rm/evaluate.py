@@ -28,8 +28,6 @@ rows, its interval, and a sign test over groups.
 from __future__ import annotations
 
 import ast
-import gzip
-import json
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import InputError
+from rewardsmith.jsonl import read_jsonl
 
 ScoreFn = Callable[[Sequence[str], Sequence[str]], list[float]]
 BOOTSTRAP_RESAMPLES = 2000
@@ -77,22 +76,9 @@ class EvalSet:
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        text = fh.read()
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        rows = json.loads(stripped)
-    else:
-        rows = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{lineno}: not JSON: {exc}") from None
-    if not rows or not all(isinstance(r, dict) for r in rows):
-        raise InputError(f"{path}: expected JSON objects (a JSON array or JSONL)")
+    rows: list[dict[str, Any]] = read_jsonl(path, allow_array=True)  # LLMBar files are arrays
+    if not rows:
+        raise InputError(f"{path}: expected JSON objects (a JSON array or JSONL), found none")
     return rows
 
 

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from rewardsmith.errors import ConfigError
-from rewardsmith.rm.backbones import resolve_backbone, set_offline
+from rewardsmith.models.loading import load_model, load_tokenizer, pick_device
+from rewardsmith.rm.backbones import resolve_backbone
+from rewardsmith.rm.loss import split_matrix
 
 EncoderKind = Literal["cross", "bi"]
 CompletionSide = Literal["start", "end"]
@@ -59,22 +61,6 @@ class Windows:
             raise ConfigError(
                 f"completion side must be one of {COMPLETION_SIDES}, got {self.completion_side!r}"
             )
-
-
-def pick_device(device: str = "auto") -> torch.device:
-    """`auto`: CUDA when present, else CPU."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-def _load_tokenizer(path: str) -> Any:
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(path)
-    if tok.pad_token is None:  # decoder backbones: pad with EOS, attention masks hide it
-        tok.pad_token = tok.eos_token
-    return tok
 
 
 def _clip(tokenizer: Any, texts: Sequence[str], limit: int, keep: str) -> list[str]:
@@ -305,8 +291,6 @@ class BiEncoder(Scorer):
     def score_batch(
         self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
-        from rewardsmith.rm.loss import split_matrix
-
         p, tp = self.embed(prefixes)
         r, tr = self.embed(suffixes)
         scores = self._matrix(p, r)
@@ -318,8 +302,6 @@ class BiEncoder(Scorer):
         return pos, neg, tp + tr
 
     def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
-        from safetensors.torch import save_file
-
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         self.backbone.save_pretrained(out)
@@ -340,25 +322,17 @@ def init_scorer(
     Two calls with the same backbone and seed give the same head, which is how the untrained
     baseline of `rm eval` matches the trained model's starting point.
     """
-    set_offline()
-    from transformers import AutoModel, AutoModelForSequenceClassification
-    from transformers.utils import logging as hf_logging
-
     path = resolve_backbone(backbone)
-    tokenizer = _load_tokenizer(path)
+    tokenizer = load_tokenizer(path)
     windows = windows or Windows()
     dev = pick_device(device)
     torch.manual_seed(seed)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # "newly initialized head" warnings are the point here
-    try:
-        if kind == "cross":
-            model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
-            return CrossEncoder(model, tokenizer, windows, dev)
-        if kind == "bi":
-            return BiEncoder(AutoModel.from_pretrained(path), tokenizer, windows, dev)
-    finally:
-        hf_logging.set_verbosity(verbosity)
+    # quiet: "newly initialized head" warnings are the point here
+    if kind == "cross":
+        model = load_model("AutoModelForSequenceClassification", path, num_labels=1, quiet=True)
+        return CrossEncoder(model, tokenizer, windows, dev)
+    if kind == "bi":
+        return BiEncoder(load_model("AutoModel", path, quiet=True), tokenizer, windows, dev)
     raise ConfigError(f"encoder must be 'cross' or 'bi', got {kind!r}")
 
 
@@ -374,35 +348,22 @@ def read_rbs_config(path: str | Path) -> dict[str, Any]:
 def load_scorer(path: str | Path, device: str = "auto", windows: Windows | None = None) -> Scorer:
     """Load a reward model directory (one `rm train` wrote, or any sequence-classification
     model with a single output). `windows` overrides the saved ones."""
-    set_offline()
-    from transformers import AutoModel, AutoModelForSequenceClassification
-
     path = Path(path).expanduser()
     if not (path / "config.json").is_file():
         raise ConfigError(f"{path} is not a Hugging Face model directory (no config.json)")
     rbs = read_rbs_config(path)
     windows = windows or Windows(**rbs.get("windows", {}))
     dev = pick_device(device)
-    tokenizer = _load_tokenizer(str(path))
+    tokenizer = load_tokenizer(path)
     if rbs.get("kind") == "bi":
-        from safetensors.torch import load_file
-
-        backbone = AutoModel.from_pretrained(path)
+        backbone = load_model("AutoModel", path)
         d = int(backbone.config.hidden_size)
         head = nn.Linear(d, d, bias=False)
         head.weight.data.copy_(load_file(str(path / BI_HEAD))["weight"])
         return BiEncoder(backbone, tokenizer, windows, dev, head=head)
-    model = AutoModelForSequenceClassification.from_pretrained(path)
+    model = load_model("AutoModelForSequenceClassification", path)
     if model.config.num_labels != 1:
         raise ConfigError(
             f"{path} has {model.config.num_labels} outputs; a reward model needs exactly 1"
         )
     return CrossEncoder(model, tokenizer, windows, dev)
-
-
-def torch_threads(threads: int | None) -> None:
-    """Cap torch's CPU threads (`None`: `$REWARDSMITH_TORCH_THREADS`, else torch's default)."""
-    env = os.environ.get("REWARDSMITH_TORCH_THREADS")
-    n = threads if threads is not None else (int(env) if env else None)
-    if n:
-        torch.set_num_threads(n)

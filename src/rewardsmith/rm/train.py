@@ -3,8 +3,9 @@
 The loop: stream (prefix, suffix) pairs (`rm.data`), score each prefix against its own suffix
 and k sampled (or all B - 1) other suffixes of the batch (`rm.model`), minimize the in-batch
 Bradley-Terry loss with score centering (`rm.loss`) with AdamW, linear warmup then linear
-decay, gradient accumulation and gradient clipping. Every `save_every` steps a checkpoint
-(weights, optimizer, scheduler, step) lands in `OUT/checkpoints/step-N`; `resume=True`
+decay (transformers' `get_linear_schedule_with_warmup`), gradient accumulation and gradient
+clipping. Every `save_every` steps a checkpoint (weights, optimizer, scheduler, step) lands
+in `OUT/checkpoints/step-N` (`rewardsmith.models.checkpoints`); `resume=True`
 continues from the newest one, regenerating the seeded data stream and skipping the batches
 already seen. `OUT/metrics.jsonl` gets one line per logged step.
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -25,8 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
 
 from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.models.checkpoints import (
+    METRICS_FILE,
+    STATE_FILE,
+    append_metrics,
+    latest_checkpoint,
+    truncate_metrics,
+    writing_checkpoint,
+)
+from rewardsmith.models.loading import pick_device
 from rewardsmith.rm.data import PairStream, SplitConfig, batches
 from rewardsmith.rm.loss import rbs_loss, sample_negatives
 from rewardsmith.rm.model import (
@@ -35,14 +46,10 @@ from rewardsmith.rm.model import (
     Windows,
     init_scorer,
     load_scorer,
-    pick_device,
 )
 
 log = logging.getLogger(__name__)
 
-CHECKPOINTS = "checkpoints"
-STATE_FILE = "trainer_state.pt"
-METRICS_FILE = "metrics.jsonl"
 # Older checkpoints are deleted: each holds a full model and optimizer (~250 MB for MiniLM).
 KEEP_CHECKPOINTS = 2
 
@@ -125,53 +132,10 @@ class TrainResult:
         return d
 
 
-def _lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
-    def f(step: int) -> float:
-        if warmup and step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return f
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    """The newest `OUT/checkpoints/step-N`, or None."""
-    root = out / CHECKPOINTS
-    if not root.is_dir():
-        return None
-    steps = [
-        (int(p.name.split("-")[1]), p) for p in root.glob("step-*") if (p / STATE_FILE).is_file()
-    ]
-    return max(steps)[1] if steps else None
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop metric lines logged after the checkpoint a run resumes from."""
-    if path.is_file():
-        keep = [
-            ln
-            for ln in path.read_text(encoding="utf-8").splitlines()
-            if ln.strip() and json.loads(ln)["step"] <= step
-        ]
-        path.write_text("".join(ln + "\n" for ln in keep), encoding="utf-8")
-
-
 def _save_checkpoint(out: Path, scorer: Scorer, state: dict[str, Any], config: TrainConfig) -> None:
-    step = state["step"]
-    path = out / CHECKPOINTS / f"step-{step}"
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    scorer.save(tmp, {"train": config.to_dict()})
-    torch.save(state, tmp / STATE_FILE)
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)  # a crash mid-save leaves only a .tmp, never a half checkpoint
-    olds = sorted(
-        (int(p.name.split("-")[1]), p)
-        for p in (out / CHECKPOINTS).glob("step-*")
-        if not p.name.endswith(".tmp")
-    )
-    for _, old in olds[:-KEEP_CHECKPOINTS]:
-        shutil.rmtree(old, ignore_errors=True)
+    with writing_checkpoint(out, state["step"], KEEP_CHECKPOINTS) as path:
+        scorer.save(path, {"train": config.to_dict()})
+        torch.save(state, path / STATE_FILE)
 
 
 def train(
@@ -216,9 +180,7 @@ def train(
         ],
         lr=config.lr,
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _lr_lambda(config.warmup_steps, config.max_steps)
-    )
+    scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
     gen = torch.Generator().manual_seed(config.seed)
     state: dict[str, Any] = {
         "step": 0,
@@ -236,7 +198,7 @@ def train(
         gen.set_state(saved["generator"])
         torch.set_rng_state(saved["torch_rng"])  # dropout masks continue as if never stopped
         state.update({k: saved[k] for k in state})
-        _truncate_metrics(out / METRICS_FILE, state["step"])
+        truncate_metrics(out / METRICS_FILE, state["step"])
         log.info("resuming from %s (step %d)", ckpt, state["step"])
     elif (out / METRICS_FILE).exists():
         (out / METRICS_FILE).unlink()
@@ -299,8 +261,7 @@ def train(
                     "seconds": round(state["seconds"], 2),
                 }
                 window = []
-                with (out / METRICS_FILE).open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(row) + "\n")
+                append_metrics(out / METRICS_FILE, row)
                 if on_log is not None:
                     on_log(row)
             if bar is not None:
@@ -352,8 +313,6 @@ class _Bar:
     """A tqdm bar showing the running loss and in-batch accuracy."""
 
     def __init__(self, total: int, initial: int) -> None:
-        from tqdm.auto import tqdm
-
         self._bar = tqdm(total=total, initial=initial, desc="rm train", unit="step")
 
     def update(self, n: int, loss: float, acc: float) -> None:

