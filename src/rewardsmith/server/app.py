@@ -1,0 +1,114 @@
+"""The app factory: `create_app(ServerConfig(...))` -> a FastAPI app (run it with uvicorn,
+or `rewardsmith serve`).
+
+Layers, outermost first: metrics (every request counted, refusals too), the admission gate
+(503 when full, starting or stopping; `limits.py`), the body limit (413 while reading),
+then the routers, whose dependencies check the token (401) and the batch size (413) before
+the body is validated (422 naming each bad field). Errors are JSON `{"error", "detail"?}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+import rewardsmith
+from rewardsmith.errors import ConfigError
+from rewardsmith.server.config import RETRY_AFTER_SECONDS, ServerConfig
+from rewardsmith.server.engine import FieldError, ScoringEngine, Unavailable
+from rewardsmith.server.limits import Admission, AdmissionGate
+from rewardsmith.server.metrics import Metrics, MetricsMiddleware
+from rewardsmith.server.routes import health, openrlhf, score, tools
+
+# Validation messages quote at most this much of a bad value.
+MAX_ERRORS_REPORTED = 20
+
+
+def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> FastAPI:
+    """The rewardsmith HTTP API for `config` (see docs/server.md)."""
+    config.validate()
+    metrics = Metrics()
+    admission = Admission(config.max_pending, RETRY_AFTER_SECONDS)
+    engine = scoring or ScoringEngine(config)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            await engine.start()
+        except BaseException:
+            await engine.close()
+            raise
+        admission.ready = True
+        try:
+            yield
+        finally:
+            # uvicorn has let in-flight requests finish before it gets here.
+            admission.stopping = True
+            await engine.close()
+
+    app = FastAPI(
+        title="rewardsmith",
+        version=rewardsmith.__version__,
+        description="Reward engine for RL on language models: score batches of samples.",
+        lifespan=lifespan,
+        max_body_size=config.max_body_bytes,
+    )
+    app.state.config = config
+    app.state.engine = engine
+    app.state.metrics = metrics
+    app.state.admission = admission
+    for module in (score, openrlhf, tools, health):
+        app.include_router(module.router)
+    _add_error_handlers(app)
+    app.add_middleware(AdmissionGate, admission=admission, metrics=metrics)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _unprocessable(
+            [
+                {
+                    "loc": list(e.get("loc", ())),
+                    "msg": str(e.get("msg", "")),
+                    "type": str(e.get("type", "")),
+                }
+                for e in exc.errors()
+            ]
+        )
+
+    @app.exception_handler(FieldError)
+    async def bad_field(request: Request, exc: FieldError) -> JSONResponse:
+        return _unprocessable([{"loc": list(exc.location), "msg": str(exc), "type": "value_error"}])
+
+    @app.exception_handler(ConfigError)
+    async def bad_config(request: Request, exc: ConfigError) -> JSONResponse:
+        return _unprocessable([{"loc": ["body"], "msg": str(exc), "type": "value_error"}])
+
+    @app.exception_handler(Unavailable)
+    async def unavailable(request: Request, exc: Unavailable) -> JSONResponse:
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        return JSONResponse({"error": str(exc)}, status_code=503, headers=headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
+        )
+
+
+def _unprocessable(errors: list[dict[str, Any]]) -> JSONResponse:
+    shown = errors[:MAX_ERRORS_REPORTED]
+    where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in shown[:3])
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return JSONResponse(
+        {"error": f"invalid request: {where}{more}", "detail": shown}, status_code=422
+    )

@@ -1,0 +1,201 @@
+"""Scoring with a per-request deadline that holds for any tool.
+
+A request's batch first runs whole on one worker (`workers.WorkerPool`), as `rewardsmith
+score` would score it, for at most `SPLIT_FRACTION` of the time left to its deadline. Almost
+every batch ends there. A batch that overruns (a sample hangs, or the batch is simply slow)
+has its worker killed and replaced, and falls back to per-sample scoring: every sample is
+sent on its own, spread over the workers, until the deadline. A sample still unscored at the
+deadline (its worker is killed too) is `timeout`; one whose worker crashed is `error`. So
+one hanging sample costs its batch the deadline, never its other rewards, and whatever hung
+is stopped. Tools that bound their own work (the math tool's per-step deadlines, the
+sandbox's wall-clock limit) answer `timeout` themselves, without this.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewardsmith.errors import ConfigError, RewardsmithError
+from rewardsmith.library.store import Library, parse_tool_ref
+from rewardsmith.server.config import ServerConfig
+from rewardsmith.server.workers import Reply, ScorerSpec, TaskMap, WorkerPool, score_job
+from rewardsmith.types import Reward, Sample
+
+# The whole batch gets this share of the time to the deadline; per-sample scoring the rest.
+SPLIT_FRACTION = 0.5
+
+
+class FieldError(RewardsmithError, ValueError):
+    """A request field names something the server cannot use (an unknown tool): a 422."""
+
+    def __init__(self, location: tuple[str | int, ...], message: str) -> None:
+        self.location = location
+        super().__init__(message)
+
+
+class Unavailable(RewardsmithError):
+    """The server cannot take the request now (no worker in time): a 503."""
+
+
+@dataclass
+class Outcome:
+    """Rewards, and how many samples hit the server's deadline (for the metrics)."""
+
+    rewards: list[Reward]
+    deadline_timeouts: int = 0
+    fallback: bool = False
+
+
+class ScoringEngine:
+    """The server's scoring: a worker pool, tool checks, deadlines."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.library = Library(config.library)
+        self.spec = ScorerSpec(
+            library=str(self.library.path),
+            tool=config.tool,
+            task_map=tuple(sorted(config.task_map.items())),
+            router=config.router,
+            ray_address=config.ray_address or "",
+        )
+        self.pool = WorkerPool(self.spec, config.workers)
+        self.ready = False
+
+    async def start(self) -> None:
+        """Check the configured tools and start (and warm) the workers."""
+        self.check_tools(self.config.tool, self.config.task_map, ("--tool",), ("--task-map",))
+        await self.pool.start()
+        self.ready = True
+
+    async def close(self) -> None:
+        self.ready = False
+        await self.pool.close()
+        self.library.close()
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def check_tools(
+        self,
+        tool: str | None,
+        task_map: Mapping[str, str] | None,
+        tool_loc: tuple[str | int, ...] = ("body", "tool"),
+        map_loc: tuple[str | int, ...] = ("body", "task_map"),
+    ) -> None:
+        """Raise `FieldError` naming the field when a tool is unknown or retired."""
+        named = [(tool_loc, tool)] if tool else []
+        named += [((*map_loc, task), ref) for task, ref in (task_map or {}).items()]
+        for loc, ref in named:
+            try:
+                name, version = parse_tool_ref(ref)
+                record = self.library.record(name, version)
+            except RewardsmithError as exc:
+                raise FieldError(loc, str(exc)) from None
+            if record.retired and version is None:
+                raise FieldError(loc, f"tool {name!r} is retired; name a version ({name}@N)")
+
+    def tool_ref(self, sample: Sample, tool: str | None, task_map: Mapping[str, str]) -> str:
+        """`name@version` of the tool that scores `sample` ("" when the router picks)."""
+        ref = task_map.get(sample.task) if sample.task is not None else None
+        ref = ref or tool
+        if not ref:
+            return ""
+        try:
+            return self.library.record(*parse_tool_ref(ref)).spec.ref
+        except RewardsmithError:
+            return ref
+
+    # -- scoring --------------------------------------------------------------------------
+
+    async def score(
+        self,
+        samples: Sequence[Sample],
+        tool: str | None = None,
+        task_map: Mapping[str, str] | None = None,
+    ) -> Outcome:
+        """One `Reward` per sample, in order, within the deadline (see the module docstring).
+        `tool`/`task_map` replace the server's choice for this call when either is given."""
+        if not samples:
+            return Outcome([])
+        deadline = time.monotonic() + self.config.deadline_seconds
+        override = tool is not None or task_map is not None
+        chosen: TaskMap | None = tuple(sorted((task_map or {}).items())) if override else None
+        request_tool = tool if override else None
+        whole = len(samples) == 1
+        reply = await self.pool.call(
+            score_job(samples, request_tool, chosen),
+            deadline,
+            run_fraction=1.0 if whole else SPLIT_FRACTION,
+        )
+        if reply.kind == "ok":
+            return Outcome(list(reply.value))
+        self._raise_for(reply)
+        names = (
+            (request_tool, dict(chosen))
+            if override
+            else (self.config.tool, dict(self.config.task_map))
+        )
+        if whole:
+            reward = self._unscored(samples[0], reply, *names)
+            return Outcome([reward], int(reward.status == "timeout"), fallback=False)
+        return await self._one_by_one(samples, request_tool, chosen, deadline, names)
+
+    async def _one_by_one(
+        self,
+        samples: Sequence[Sample],
+        tool: str | None,
+        task_map: TaskMap | None,
+        deadline: float,
+        names: tuple[str | None, dict[str, str]],
+    ) -> Outcome:
+        import asyncio
+
+        replies = await asyncio.gather(
+            *(self.pool.call(score_job([s], tool, task_map), deadline) for s in samples)
+        )
+        rewards: list[Reward] = []
+        for sample, reply in zip(samples, replies, strict=True):
+            if reply.kind == "ok" and len(reply.value) == 1:
+                rewards.append(reply.value[0])
+            else:
+                self._raise_for(reply)
+                rewards.append(self._unscored(sample, reply, *names))
+        timeouts = sum(r.status == "timeout" and r.reason.startswith(_DEADLINE) for r in rewards)
+        return Outcome(rewards, timeouts, fallback=True)
+
+    async def route(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+        """The router's decision for each sample (as `rewardsmith route` writes it)."""
+        if not samples:
+            return []
+        deadline = time.monotonic() + self.config.deadline_seconds
+        reply = await self.pool.call(("route", list(samples)), deadline)
+        if reply.kind == "ok":
+            return list(reply.value)
+        self._raise_for(reply)
+        raise Unavailable(f"routing did not finish ({reply.kind}): {reply.value or 'try again'}")
+
+    @staticmethod
+    def _raise_for(reply: Reply) -> None:
+        if reply.kind == "config":
+            raise ConfigError(str(reply.value))
+
+    def _unscored(
+        self, sample: Sample, reply: Reply, tool: str | None, task_map: Mapping[str, str]
+    ) -> Reward:
+        ref = self.tool_ref(sample, tool, task_map)
+        seconds = f"{self.config.deadline_seconds:g}"
+        if reply.kind in ("timeout", "busy"):
+            why = f"{_DEADLINE} of {seconds} s" + (
+                " (no scoring worker was free)" if reply.kind == "busy" else ""
+            )
+            return Reward(0.0, "timeout", tool=ref, reason=why)
+        if reply.kind == "died":
+            why = f"the scoring worker crashed on this sample ({reply.value}); it was restarted"
+            return Reward(0.0, "error", tool=ref, reason=why)
+        return Reward(0.0, "error", tool=ref, reason=f"scoring failed: {reply.value}")
+
+
+_DEADLINE = "not scored within the server's deadline"
