@@ -56,7 +56,8 @@ async def batch_limit(request: Request) -> None:
 
 
 def _engine(request: Request) -> ScoringEngine:
-    return request.app.state.engine  # type: ignore[no-any-return]
+    engine: ScoringEngine = request.app.state.engine
+    return engine
 
 
 #: The app's scoring engine, as a route parameter.

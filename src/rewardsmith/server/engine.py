@@ -134,7 +134,7 @@ class ScoringEngine:
             return Outcome(list(reply.value))
         self._raise_for(reply)
         names = (
-            (request_tool, dict(chosen))
+            (request_tool, dict(chosen or ()))
             if override
             else (self.config.tool, dict(self.config.task_map))
         )
