@@ -100,9 +100,16 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(
-            {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
-        )
+        headers = dict(exc.headers or {})
+        detail = str(exc.detail)
+        if exc.status_code == 413 and detail == "Content Too Large":
+            detail = f"request body over the limit of {request.app.state.config.max_body_bytes} bytes"
+        if exc.status_code == 413:
+            # Close the connection: the rest of an oversized body is not read at all.
+            headers["Connection"] = "close"
+        if exc.status_code == 400 and detail == "There was an error parsing the body":
+            detail = "the body is not JSON (send UTF-8 JSON with content-type application/json)"
+        return JSONResponse({"error": detail}, status_code=exc.status_code, headers=headers)
 
 
 def _unprocessable(errors: list[dict[str, Any]]) -> JSONResponse:
