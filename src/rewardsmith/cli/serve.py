@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -147,6 +148,10 @@ def serve(
             timeout_graceful_shutdown=int(deadline + DRAIN_MARGIN_SECONDS),
         )
     )
+    # uvicorn drains on SIGTERM/SIGINT and then raises the signal again for the handler it
+    # found; a finished drain is a clean exit, so that handler does nothing (exit code 0).
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     server.run()
     if not server.started:
         raise ConfigError(f"the server did not start on {host}:{port} (see the log above)")

@@ -103,7 +103,9 @@ def _add_error_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers or {})
         detail = str(exc.detail)
         if exc.status_code == 413 and detail == "Content Too Large":
-            detail = f"request body over the limit of {request.app.state.config.max_body_bytes} bytes"
+            detail = (
+                f"request body over the limit of {request.app.state.config.max_body_bytes} bytes"
+            )
         if exc.status_code == 413:
             # Close the connection: the rest of an oversized body is not read at all.
             headers["Connection"] = "close"

@@ -11,7 +11,7 @@ from rewardsmith.server.models import ErrorResponse, ScoreRequest, ScoreResponse
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
 
 ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": ErrorResponse} for code in (401, 413, 422, 503)
+    code: {"model": ErrorResponse} for code in (400, 401, 413, 422, 503)
 }
 
 
