@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 import rewardsmith
@@ -24,6 +25,7 @@ from rewardsmith.server.config import RETRY_AFTER_SECONDS, ServerConfig
 from rewardsmith.server.engine import FieldError, ScoringEngine, Unavailable
 from rewardsmith.server.limits import Admission, AdmissionGate
 from rewardsmith.server.metrics import Metrics, MetricsMiddleware
+from rewardsmith.server.models import OpenRLHFRequest, RouteRequest, ScoreRequest
 from rewardsmith.server.routes import health, openrlhf, score, tools
 
 # Validation messages quote at most this much of a bad value.
@@ -66,6 +68,7 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
     for module in (score, openrlhf, tools, health):
         app.include_router(module.router)
     _add_error_handlers(app)
+    _document_bodies(app, [ScoreRequest, OpenRLHFRequest, RouteRequest])
     app.add_middleware(AdmissionGate, admission=admission, metrics=metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
     return app
@@ -112,6 +115,26 @@ def _add_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 400 and detail == "There was an error parsing the body":
             detail = "the body is not JSON (send UTF-8 JSON with content-type application/json)"
         return JSONResponse({"error": detail}, status_code=exc.status_code, headers=headers)
+
+
+def _document_bodies(app: FastAPI, models: list[type[BaseModel]]) -> None:
+    """Add the bodies the routes validate themselves (`deps.parse_body`) to the schema's
+    components, where their `openapi_extra` points."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in models:
+                body = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                for name, definition in body.pop("$defs", {}).items():
+                    components.setdefault(name, definition)
+                components[model.__name__] = body
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _unprocessable(errors: list[dict[str, Any]]) -> JSONResponse:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hmac
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ValidationError
 
 from rewardsmith.server.engine import ScoringEngine
-from rewardsmith.server.metrics import Metrics
+from rewardsmith.server.models import BatchTooLarge
 
 _bearer = HTTPBearer(auto_error=False, description="The server's --token, if it has one.")
 
@@ -31,28 +33,30 @@ def require_token(
         )
 
 
-async def batch_limit(request: Request) -> None:
-    """413 when a request lists more samples (or OpenRLHF queries) than the server takes.
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
-    Runs before the body is validated, on the JSON FastAPI already parsed (cached on the
-    request), so a 100k-sample batch is refused without building 100k models."""
-    try:
-        data: Any = await request.json()
-    except ValueError:
-        return  # not JSON: validation answers 422
-    if not isinstance(data, dict):
-        return
+
+async def parse_body(request: Request, model: type[ModelT]) -> tuple[ModelT, bytes]:
+    """The request body validated as `model` straight from its bytes (pydantic's JSON parser),
+    and the bytes. A body that does not fit raises FastAPI's `RequestValidationError` (422,
+    each bad field's location under `body`); too many samples, 413 before any is validated."""
+    body = await request.body()
     limit: int = request.app.state.config.max_batch
-    for field in ("samples", "query"):
-        items = data.get(field)
-        if isinstance(items, list) and len(items) > limit:
-            metrics: Metrics = request.app.state.metrics
-            metrics.rejected.labels("batch").inc()
-            raise HTTPException(
-                status_code=413,
-                detail=f"'{field}' has {len(items)} items; this server takes at most {limit} "
-                "per request (split the batch)",
-            )
+    try:
+        return model.model_validate_json(body, context={"max_batch": limit}), body
+    except BatchTooLarge as exc:
+        request.app.state.metrics.rejected.labels("batch").inc()
+        raise HTTPException(status_code=413, detail=str(exc)) from None
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(errors) from None
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` documenting a body read by `parse_body` (the schema is added to the
+    components by the app factory)."""
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
 
 
 def _engine(request: Request) -> ScoringEngine:

@@ -13,15 +13,25 @@ sandbox's wall-clock limit) answer `timeout` themselves, without this.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.server.config import ServerConfig
-from rewardsmith.server.workers import Reply, ScorerSpec, TaskMap, WorkerPool, score_job
+from rewardsmith.server.payloads import Counts, Kind, counts, render
+from rewardsmith.server.workers import (
+    Reply,
+    ScorerSpec,
+    TaskMap,
+    WorkerPool,
+    reward_from_row,
+    score_job,
+)
 from rewardsmith.types import Reward, Sample
 
 # The whole batch gets this share of the time to the deadline; per-sample scoring the rest.
@@ -42,11 +52,12 @@ class Unavailable(RewardsmithError):
 
 @dataclass
 class Outcome:
-    """Rewards, and how many samples hit the server's deadline (for the metrics)."""
+    """A request's answer: the response body, the (tool, status) counts of its rewards, and
+    how many samples hit the server's deadline (for the metrics)."""
 
-    rewards: list[Reward]
+    body: bytes
+    counts: Counts
     deadline_timeouts: int = 0
-    fallback: bool = False
 
 
 class ScoringEngine:
@@ -61,6 +72,9 @@ class ScoringEngine:
             task_map=tuple(sorted(config.task_map.items())),
             router=config.router,
             ray_address=config.ray_address or "",
+            ray_env=tuple((k, v) for k, v in os.environ.items() if k.startswith("RAY_"))
+            if config.ray_address
+            else (),
         )
         self.pool = WorkerPool(self.spec, config.workers)
         self.ready = False
@@ -110,38 +124,73 @@ class ScoringEngine:
 
     # -- scoring --------------------------------------------------------------------------
 
+    async def score_request(
+        self,
+        kind: Kind,
+        body: bytes,
+        size: int,
+        samples: Callable[[], list[Sample]],
+        tool: str | None = None,
+        task_map: Mapping[str, str] | None = None,
+        task: str | None = None,
+    ) -> Outcome:
+        """Answer a validated request body (see the module docstring): a worker reads it and
+        writes the response (`payloads`); on the fallback path the samples are built here
+        (`samples()`) and scored one by one. `tool`/`task_map` replace the server's choice
+        for this call when either is given."""
+        if size == 0:
+            return Outcome(render(kind, []), {})
+        deadline = time.monotonic() + self.config.deadline_seconds
+        override = tool is not None or task_map is not None
+        chosen: TaskMap | None = tuple(sorted((task_map or {}).items())) if override else None
+        request_tool = tool if override else None
+        reply = await self.pool.call(
+            ("request", kind, body, task, request_tool, chosen),
+            deadline,
+            run_fraction=1.0 if size == 1 else SPLIT_FRACTION,
+        )
+        if reply.kind == "ok":
+            data, tally = reply.value
+            return Outcome(data, tally)
+        self._raise_for(reply)
+        names = (request_tool, dict(chosen or ())) if override else self._defaults()
+        batch = samples()
+        if size == 1:
+            rewards = [self._unscored(batch[0], reply, *names)]
+        else:
+            rewards = await self._one_by_one(batch, request_tool, chosen, deadline, names)
+        late = sum(r.status == "timeout" and r.reason.startswith(_DEADLINE) for r in rewards)
+        return Outcome(render(kind, rewards), counts(rewards), late)
+
     async def score(
         self,
         samples: Sequence[Sample],
         tool: str | None = None,
         task_map: Mapping[str, str] | None = None,
-    ) -> Outcome:
-        """One `Reward` per sample, in order, within the deadline (see the module docstring).
-        `tool`/`task_map` replace the server's choice for this call when either is given."""
+    ) -> list[Reward]:
+        """One `Reward` per sample, in order, within the deadline (the same rules as
+        `score_request`, for callers that hold `Sample`s)."""
         if not samples:
-            return Outcome([])
+            return []
         deadline = time.monotonic() + self.config.deadline_seconds
         override = tool is not None or task_map is not None
         chosen: TaskMap | None = tuple(sorted((task_map or {}).items())) if override else None
         request_tool = tool if override else None
-        whole = len(samples) == 1
         reply = await self.pool.call(
             score_job(samples, request_tool, chosen),
             deadline,
-            run_fraction=1.0 if whole else SPLIT_FRACTION,
+            run_fraction=1.0 if len(samples) == 1 else SPLIT_FRACTION,
         )
         if reply.kind == "ok":
-            return Outcome(list(reply.value))
+            return [reward_from_row(row) for row in reply.value]
         self._raise_for(reply)
-        names = (
-            (request_tool, dict(chosen or ()))
-            if override
-            else (self.config.tool, dict(self.config.task_map))
-        )
-        if whole:
-            reward = self._unscored(samples[0], reply, *names)
-            return Outcome([reward], int(reward.status == "timeout"), fallback=False)
+        names = (request_tool, dict(chosen or ())) if override else self._defaults()
+        if len(samples) == 1:
+            return [self._unscored(samples[0], reply, *names)]
         return await self._one_by_one(samples, request_tool, chosen, deadline, names)
+
+    def _defaults(self) -> tuple[str | None, dict[str, str]]:
+        return self.config.tool, dict(self.config.task_map)
 
     async def _one_by_one(
         self,
@@ -150,21 +199,18 @@ class ScoringEngine:
         task_map: TaskMap | None,
         deadline: float,
         names: tuple[str | None, dict[str, str]],
-    ) -> Outcome:
-        import asyncio
-
+    ) -> list[Reward]:
         replies = await asyncio.gather(
             *(self.pool.call(score_job([s], tool, task_map), deadline) for s in samples)
         )
         rewards: list[Reward] = []
         for sample, reply in zip(samples, replies, strict=True):
             if reply.kind == "ok" and len(reply.value) == 1:
-                rewards.append(reply.value[0])
+                rewards.append(reward_from_row(reply.value[0]))
             else:
                 self._raise_for(reply)
                 rewards.append(self._unscored(sample, reply, *names))
-        timeouts = sum(r.status == "timeout" and r.reason.startswith(_DEADLINE) for r in rewards)
-        return Outcome(rewards, timeouts, fallback=True)
+        return rewards
 
     async def route(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
         """The router's decision for each sample (as `rewardsmith route` writes it)."""

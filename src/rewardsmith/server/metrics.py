@@ -14,13 +14,11 @@ apps in one process (tests) do not share counters.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
-from rewardsmith.types import Reward
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics", "MetricsMiddleware"]
 
@@ -64,11 +62,8 @@ class Metrics:
             "rewardsmith_worker_restarts_total", "Workers killed and replaced", registry=r
         )
 
-    def observe_rewards(self, rewards: Sequence[Reward], deadline_timeouts: int) -> None:
-        counts: dict[tuple[str, str], int] = {}
-        for reward in rewards:
-            key = (reward.tool or "-", reward.status)
-            counts[key] = counts.get(key, 0) + 1
+    def observe_counts(self, counts: dict[tuple[str, str], int], deadline_timeouts: int) -> None:
+        """Count a request's rewards: (tool, status) -> how many."""
         for (tool, status), n in counts.items():
             self.rewards.labels(tool, status).inc(n)
         tool_timeouts = counts_total(counts, "timeout") - deadline_timeouts

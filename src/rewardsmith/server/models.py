@@ -13,12 +13,32 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from rewardsmith.types import STATUSES, Reward, Sample
 
 Status = Literal["ok", "not_applicable", "timeout", "error", "invalid_reference"]
 assert set(STATUSES) == set(Status.__args__)  # type: ignore[attr-defined]  # one list of statuses
+
+
+class BatchTooLarge(Exception):
+    """A request lists more samples than the server takes (a 413, not a schema error)."""
+
+    def __init__(self, field: str, count: int, limit: int) -> None:
+        self.field, self.count, self.limit = field, count, limit
+        super().__init__(
+            f"'{field}' has {count} items; this server takes at most {limit} per request "
+            "(split the batch)"
+        )
+
+
+def _check_batch(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    """Refuse an over-long list before its items are validated (`context={"max_batch": N}`)."""
+    limit = (info.context or {}).get("max_batch")
+    if isinstance(value, list) and limit is not None and len(value) > limit:
+        raise BatchTooLarge(info.field_name or "samples", len(value), limit)
+    return handler(value)
 
 
 class Message(BaseModel):
@@ -72,6 +92,8 @@ class ScoreRequest(BaseModel):
     tool: str | None = Field(default=None, min_length=1)
     task_map: dict[str, str] | None = None
 
+    _batch_limit = field_validator("samples", mode="wrap")(_check_batch)
+
 
 class RewardOut(BaseModel):
     """One reward, as `rewardsmith score` writes it (the `reward` field is `score` here)."""
@@ -96,6 +118,8 @@ class RouteRequest(BaseModel):
 
     samples: list[SampleIn]
 
+    _batch_limit = field_validator("samples", mode="wrap")(_check_batch)
+
 
 class RouteResponse(BaseModel):
     """The router's decision for each sample (`rewardsmith route`'s `route` field)."""
@@ -113,6 +137,8 @@ class OpenRLHFRequest(BaseModel):
     query: list[str]
     prompts: list[str | None] | None = None
     labels: list[Any] | None = None
+
+    _batch_limit = field_validator("query", mode="wrap")(_check_batch)
 
 
 class OpenRLHFResponse(BaseModel):

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import multiprocessing
+import os
 import signal
+import sys
 import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
@@ -28,7 +31,9 @@ from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from rewardsmith.errors import RewardsmithError
-from rewardsmith.types import Sample
+from rewardsmith.scoring import Scorer
+from rewardsmith.server.payloads import counts, read_samples, render
+from rewardsmith.types import Reward, Sample
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +44,7 @@ CLOSE_GRACE_SECONDS = 5.0
 # Scorers for per-request tool choices kept warm in each worker (least recently used go).
 MAX_SCORERS_PER_WORKER = 16
 # Modules the forkserver imports once, so every worker starts with them loaded.
-PRELOAD = ["rewardsmith.server.workers", "rewardsmith.scoring", "rewardsmith.library.store"]
+PRELOAD = ["rewardsmith.server.workers", "rewardsmith.tools.gsm8k", "rewardsmith.tools.math"]
 
 TaskMap = tuple[tuple[str, str], ...]
 ReplyKind = Literal["ok", "config", "error", "timeout", "died", "busy"]
@@ -55,6 +60,9 @@ class ScorerSpec:
     router: str = "embedded"
     #: Address of the Ray cluster whose actors run sandboxes and reward models ("" = none).
     ray_address: str = ""
+    #: The server's RAY_* environment (auth mode...): workers come from a forkserver started
+    #: before Ray was, so they do not inherit what `ray.init` set.
+    ray_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,17 @@ class Reply:
 
     kind: ReplyKind
     value: Any = None
+
+
+def _main_module() -> list[str]:
+    """The caller's main module, for the forkserver to import once: multiprocessing runs it
+    again (as `__mp_main__`) in every worker it starts, which is cheap only when its imports
+    are already loaded (the `rewardsmith` CLI imports every command group: ~0.5 s)."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name:
+        return [] if name.endswith("__main__") else [name]
+    return ["__main__"] if getattr(main, "__file__", None) else []
 
 
 # -- the worker process -------------------------------------------------------------------
@@ -79,6 +98,7 @@ class _Scorers:
         if spec.ray_address:
             from rewardsmith.server.ray_backend import RayLibrary, connect
 
+            os.environ.update(dict(spec.ray_env))
             connect(spec.ray_address)
             self.library: Library = RayLibrary(spec.library)
         else:
@@ -86,7 +106,6 @@ class _Scorers:
         self._scorers: OrderedDict[tuple[str | None, TaskMap], Any] = OrderedDict()
 
     def scorer(self, tool: str | None, task_map: TaskMap | None) -> Any:
-        from rewardsmith.scoring import Scorer
 
         key = (
             (self.spec.tool, self.spec.task_map)
@@ -109,8 +128,14 @@ class _Scorers:
     def run(self, job: tuple[Any, ...]) -> Any:
         kind = job[0]
         if kind == "score":
-            _, samples, tool, task_map = job
-            return self.scorer(tool, task_map).score(samples).rewards
+            _, rows, tool, task_map = job
+            rewards = self.scorer(tool, task_map).score([Sample(*row) for row in rows]).rewards
+            return [reward_row(r) for r in rewards]
+        if kind == "request":
+            _, body_kind, body, task, tool, task_map = job
+            samples = read_samples(body_kind, json.loads(body), task)
+            rewards = self.scorer(tool, task_map).score(samples).rewards
+            return render(body_kind, rewards), counts(rewards)
         if kind == "route":
             return [d.to_dict() for d in self.scorer(None, None).router.route(job[1])]
         if kind == "warm":
@@ -182,7 +207,8 @@ class _Worker:
         try:
             self.conn.send(job)
             reply = self.conn.recv()
-        except (EOFError, OSError) as exc:
+        except (EOFError, OSError, TypeError, ValueError) as exc:
+            # TypeError/ValueError: `kill` closed the pipe under a blocked recv.
             code = self.process.exitcode
             return Reply("died", f"exit code {code}" if code is not None else str(exc))
         return reply if isinstance(reply, Reply) else Reply("error", "bad reply from a worker")
@@ -213,7 +239,7 @@ class WorkerPool:
         self.size = size
         self._ctx = multiprocessing.get_context(start_method)
         if start_method == "forkserver":
-            self._ctx.set_forkserver_preload(PRELOAD)
+            self._ctx.set_forkserver_preload(PRELOAD + _main_module())
         self._idle: list[_Worker] = []
         self._waiters: deque[asyncio.Future[_Worker]] = deque()
         self._all: set[_Worker] = set()
@@ -253,6 +279,7 @@ class WorkerPool:
             self.busy -= 1
         if not done:
             self._discard(worker)
+            future.add_done_callback(lambda f: f.exception())  # its answer is not wanted
             return Reply("timeout")
         reply = future.result()
         if reply.kind == "died":
@@ -346,5 +373,19 @@ class WorkerPool:
 def score_job(
     samples: Sequence[Sample], tool: str | None, task_map: TaskMap | None
 ) -> tuple[Any, ...]:
-    """The job that scores `samples` (None tool and task map: the server's defaults)."""
-    return ("score", list(samples), tool, task_map)
+    """The job that scores `samples` (None tool and task map: the server's defaults).
+    Samples and rewards cross the pipe as plain tuples: pickling dataclasses costs several
+    times more, and this is every request's path."""
+    rows = [(s.completion, s.prompt, s.reference, s.task, s.meta, s.id) for s in samples]
+    return ("score", rows, tool, task_map)
+
+
+RewardRow = tuple[float | None, str, dict[str, float], str, str]
+
+
+def reward_row(reward: Reward) -> RewardRow:
+    return (reward.score, reward.status, dict(reward.components), reward.tool, reward.reason)
+
+
+def reward_from_row(row: RewardRow) -> Reward:
+    return Reward(row[0], row[1], row[2], row[3], row[4])  # type: ignore[arg-type]

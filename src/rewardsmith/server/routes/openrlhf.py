@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Query, Request, Response
 
-from rewardsmith.integrations.openrlhf import _reference as label_reference
-from rewardsmith.integrations.openrlhf import response_text
-from rewardsmith.server.deps import Engine, batch_limit, require_token
+from rewardsmith.server.deps import Engine, json_body, parse_body, require_token
 from rewardsmith.server.engine import FieldError
-from rewardsmith.server.models import OpenRLHFRequest, OpenRLHFResponse, openrlhf_json
+from rewardsmith.server.models import OpenRLHFRequest, OpenRLHFResponse
+from rewardsmith.server.payloads import read_samples
 from rewardsmith.server.routes.score import ERRORS
-from rewardsmith.types import Sample
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
 
@@ -30,33 +27,30 @@ router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
     "/v1/openrlhf",
     response_model=OpenRLHFResponse,
     responses=ERRORS,
-    dependencies=[Depends(batch_limit)],
+    openapi_extra=json_body(OpenRLHFRequest),
     summary="OpenRLHF remote reward model (--remote_rm_url)",
 )
 async def openrlhf(
-    body: OpenRLHFRequest,
     request: Request,
     scoring: Engine,
     tool: Annotated[str | None, Query(min_length=1, description="Tool for this URL.")] = None,
     task: Annotated[str | None, Query(min_length=1, description="Task of every query.")] = None,
-) -> JSONResponse:
-    n = len(body.query)
-    for name, values in (("prompts", body.prompts), ("labels", body.labels)):
+) -> Response:
+    parsed, body = await parse_body(request, OpenRLHFRequest)
+    n = len(parsed.query)
+    for name, values in (("prompts", parsed.prompts), ("labels", parsed.labels)):
         if values is not None and len(values) != n:
             raise FieldError(("body", name), f"got {len(values)} {name} for {n} queries")
     if tool is not None:
         scoring.check_tools(tool, None, tool_loc=("query", "tool"))
-    prompts = body.prompts or [None] * n
-    labels = body.labels if body.labels is not None else [None] * n
-    samples = [
-        Sample(
-            completion=response_text(query, prompt),
-            prompt=prompt,
-            reference=label_reference(label),
-            task=task,
-        )
-        for query, prompt, label in zip(body.query, prompts, labels, strict=True)
-    ]
-    outcome = await scoring.score(samples, tool, None)
-    request.app.state.metrics.observe_rewards(outcome.rewards, outcome.deadline_timeouts)
-    return JSONResponse(openrlhf_json(outcome.rewards))
+    outcome = await scoring.score_request(
+        "openrlhf",
+        body,
+        n,
+        lambda: read_samples("openrlhf", parsed.model_dump(), task),
+        tool,
+        None,
+        task,
+    )
+    request.app.state.metrics.observe_counts(outcome.counts, outcome.deadline_timeouts)
+    return Response(outcome.body, media_type="application/json")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Request, Response
 
-from rewardsmith.server.deps import Engine, batch_limit, require_token
-from rewardsmith.server.models import ErrorResponse, ScoreRequest, ScoreResponse, reward_json
+from rewardsmith.server.deps import Engine, json_body, parse_body, require_token
+from rewardsmith.server.models import ErrorResponse, ScoreRequest, ScoreResponse
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
 
@@ -19,17 +18,23 @@ ERRORS: dict[int | str, dict[str, object]] = {
     "/v1/score",
     response_model=ScoreResponse,
     responses=ERRORS,
-    dependencies=[Depends(batch_limit)],
+    openapi_extra=json_body(ScoreRequest),
     summary="Score a batch of samples",
 )
-async def score(body: ScoreRequest, request: Request, scoring: Engine) -> JSONResponse:
+async def score(request: Request, scoring: Engine) -> Response:
     """The same rewards `rewardsmith score` gives: with the server's tool / task map /
     router, or the `tool` / `task_map` of this request. A sample not scored within the
     server's deadline is `timeout`; the others in its batch are scored."""
-    if body.tool is not None or body.task_map is not None:
-        scoring.check_tools(body.tool, body.task_map)
-    samples = [s.to_sample() for s in body.samples]
-    outcome = await scoring.score(samples, body.tool, body.task_map)
-    request.app.state.metrics.observe_rewards(outcome.rewards, outcome.deadline_timeouts)
-    # Built directly (not through ScoreResponse): this is the hot path.
-    return JSONResponse({"rewards": [reward_json(r) for r in outcome.rewards]})
+    parsed, body = await parse_body(request, ScoreRequest)
+    if parsed.tool is not None or parsed.task_map is not None:
+        scoring.check_tools(parsed.tool, parsed.task_map)
+    outcome = await scoring.score_request(
+        "score",
+        body,
+        len(parsed.samples),
+        lambda: [s.to_sample() for s in parsed.samples],
+        parsed.tool,
+        parsed.task_map,
+    )
+    request.app.state.metrics.observe_counts(outcome.counts, outcome.deadline_timeouts)
+    return Response(outcome.body, media_type="application/json")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
-from rewardsmith.server.deps import Engine, batch_limit, require_token
+from rewardsmith.server.deps import Engine, json_body, parse_body, require_token
 from rewardsmith.server.models import RouteRequest, RouteResponse, ToolsResponse
 from rewardsmith.server.routes.score import ERRORS
 
@@ -23,8 +23,9 @@ async def tools(scoring: Engine) -> dict[str, Any]:
     "/v1/route",
     response_model=RouteResponse,
     responses=ERRORS,
-    dependencies=[Depends(batch_limit)],
+    openapi_extra=json_body(RouteRequest),
 )
-async def route(body: RouteRequest, scoring: Engine) -> dict[str, Any]:
+async def route(request: Request, scoring: Engine) -> dict[str, Any]:
     """The router's decision for each sample (`rewardsmith route`'s `route` field)."""
-    return {"decisions": await scoring.route([s.to_sample() for s in body.samples])}
+    parsed, _ = await parse_body(request, RouteRequest)
+    return {"decisions": await scoring.route([s.to_sample() for s in parsed.samples])}
