@@ -20,8 +20,9 @@ SLEEP = re.compile(r"SLEEP(\d+(?:\.\d+)?)")  # sleeps that many seconds, then sc
 class MisbehavingTool(RewardTool):
     """Scores len(completion) / 100, unless a marker in the batch says to misbehave."""
 
-    def __init__(self, spec: ToolSpec) -> None:
+    def __init__(self, spec: ToolSpec, start_seconds: float = 0.0) -> None:
         self.spec = spec
+        time.sleep(start_seconds)  # a tool that takes a while to load (a model)
 
     def score(self, samples: Sequence[Sample]) -> list[Reward]:
         text = " ".join(s.completion for s in samples)

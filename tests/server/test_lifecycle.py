@@ -163,3 +163,42 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_health_is_503_until_the_workers_are_warm(tmp_path: Path) -> None:
+    from rewardsmith.library.store import Library
+    from rewardsmith.types import ToolSpec
+
+    library = tmp_path / "lib.db"
+    with Library(library) as lib:
+        spec = ToolSpec(name="slow_start", needs_reference=False, provenance="user")
+        lib.add(
+            spec, {"factory": "misbehaving_tool:MisbehavingTool", "params": {"start_seconds": 4}}
+        )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = serve_process(library, port, "--tool", "slow_start")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                starting = httpx.get(f"{url}/health", timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        assert starting.status_code == 503 and starting.json() == {"status": "starting"}
+        assert "retry-after" in starting.headers
+        body = {"samples": [{"completion": "x"}]}
+        assert httpx.post(f"{url}/v1/score", json=body).status_code == 503
+        wait_healthy(url)
+        assert httpx.post(f"{url}/v1/score", json=body).json()["rewards"][0]["score"] == 0.01
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_unknown_tool_stops_the_server_at_start_with_a_message(tmp_path: Path) -> None:
+    proc = serve_process(tmp_path / "lib.db", free_port(), "--tool", "no_such_tool")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert "unknown tool 'no_such_tool'" in out

@@ -20,8 +20,8 @@ from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library, progress_bar
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
-from rewardsmith.library.store import Library
 from rewardsmith.jsonl import atomic_output, read_records, scored_record, write_line
+from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer, parse_task_map
 from rewardsmith.types import STATUSES, Reward
 

@@ -152,7 +152,13 @@ def serve(
     # found; a finished drain is a clean exit, so that handler does nothing (exit code 0).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-    server.run()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits 3 when the app fails to start; say why instead
+        if app.state.startup_error is None:
+            raise
+    if app.state.startup_error is not None:
+        raise ConfigError(f"the server stopped: {app.state.startup_error}")
     if not server.started:
         raise ConfigError(f"the server did not start on {host}:{port} (see the log above)")
 

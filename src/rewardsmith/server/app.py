@@ -9,6 +9,10 @@ the body is validated (422 naming each bad field). Errors are JSON `{"error", "d
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,13 +24,15 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 import rewardsmith
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.server.config import RETRY_AFTER_SECONDS, ServerConfig
 from rewardsmith.server.engine import FieldError, ScoringEngine, Unavailable
 from rewardsmith.server.limits import Admission, AdmissionGate
 from rewardsmith.server.metrics import Metrics, MetricsMiddleware
 from rewardsmith.server.models import OpenRLHFRequest, RouteRequest, ScoreRequest
 from rewardsmith.server.routes import health, openrlhf, score, tools
+
+log = logging.getLogger(__name__)
 
 # Validation messages quote at most this much of a bad value.
 MAX_ERRORS_REPORTED = 20
@@ -41,17 +47,20 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # A bad --tool fails here, before the server listens; the workers then start while
+        # it listens, so /health can say 503 "starting" until they are warm.
         try:
-            await engine.start()
-        except BaseException:
-            await engine.close()
+            engine.check_startup()
+        except RewardsmithError as exc:
+            app.state.startup_error = exc
             raise
-        admission.ready = True
+        warming = asyncio.create_task(_warm_up(app, engine, admission))
         try:
             yield
         finally:
             # uvicorn has let in-flight requests finish before it gets here.
             admission.stopping = True
+            warming.cancel()
             await engine.close()
 
     app = FastAPI(
@@ -65,6 +74,7 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
     app.state.engine = engine
     app.state.metrics = metrics
     app.state.admission = admission
+    app.state.startup_error = None
     for module in (score, openrlhf, tools, health):
         app.include_router(module.router)
     _add_error_handlers(app)
@@ -72,6 +82,18 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
     app.add_middleware(AdmissionGate, admission=admission, metrics=metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
     return app
+
+
+async def _warm_up(app: FastAPI, engine: ScoringEngine, admission: Admission) -> None:
+    """Start the workers; on failure record why (the CLI reports it) and stop the server."""
+    try:
+        await engine.start()
+    except Exception as exc:
+        log.error("the scoring workers did not start: %s", exc)
+        app.state.startup_error = exc
+        os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's own handler: a clean shutdown
+        return
+    admission.ready = True
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -79,9 +79,13 @@ class ScoringEngine:
         self.pool = WorkerPool(self.spec, config.workers)
         self.ready = False
 
+    def check_startup(self) -> None:
+        """Raise `FieldError` when a configured tool is unknown or retired."""
+        self.check_tools(self.config.tool, self.config.task_map, ("--tool",), ("--task-map",))
+
     async def start(self) -> None:
         """Check the configured tools and start (and warm) the workers."""
-        self.check_tools(self.config.tool, self.config.task_map, ("--tool",), ("--task-map",))
+        self.check_startup()
         await self.pool.start()
         self.ready = True
 
