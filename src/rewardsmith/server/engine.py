@@ -76,8 +76,22 @@ class ScoringEngine:
             if config.ray_address
             else (),
         )
-        self.pool = WorkerPool(self.spec, config.workers)
+        self.pool = WorkerPool(self.spec, config.workers, preload=self._factory_modules())
         self.ready = False
+
+    def _factory_modules(self) -> list[str]:
+        """The modules that implement the configured tools (unknown tools: none)."""
+        modules = []
+        for ref in [self.config.tool, *self.config.task_map.values()]:
+            if not ref:
+                continue
+            try:
+                factory = self.library.record(*parse_tool_ref(ref)).config.get("factory", "")
+            except RewardsmithError:
+                continue
+            if isinstance(factory, str) and ":" in factory:
+                modules.append(factory.partition(":")[0])
+        return modules
 
     def check_startup(self) -> None:
         """Raise `FieldError` when a configured tool is unknown or retired."""

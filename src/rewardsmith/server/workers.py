@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,13 @@ from rewardsmith.server.payloads import counts, read_samples, render
 from rewardsmith.types import Reward, Sample
 
 log = logging.getLogger(__name__)
+
+# Workers run the caller's main module again (multiprocessing does, as `__mp_main__`); the
+# forkserver has it imported already (`_main_module`), which runpy would warn about in
+# every worker. The filter is set here, in a module the forkserver preloads.
+warnings.filterwarnings(
+    "ignore", message=r".*found in sys\.modules after import of package", category=RuntimeWarning
+)
 
 # Building the default scorer can load the router's embedding model (seconds on a busy CPU).
 STARTUP_TIMEOUT_SECONDS = 120.0
@@ -232,14 +240,22 @@ class _Worker:
 class WorkerPool:
     """`size` scoring workers; see the module docstring. Use from one event loop."""
 
-    def __init__(self, spec: ScorerSpec, size: int, start_method: str = "forkserver") -> None:
+    def __init__(
+        self,
+        spec: ScorerSpec,
+        size: int,
+        start_method: str = "forkserver",
+        preload: Sequence[str] = (),
+    ) -> None:
+        """`preload`: more modules for the forkserver to import once (the factories of the
+        configured tools), so a replacement worker builds its tools without imports."""
         if size < 1:
             raise ValueError("the scoring pool needs at least one worker")
         self.spec = spec
         self.size = size
         self._ctx = multiprocessing.get_context(start_method)
         if start_method == "forkserver":
-            self._ctx.set_forkserver_preload(PRELOAD + _main_module())
+            self._ctx.set_forkserver_preload([*PRELOAD, *preload, *_main_module()])
         self._idle: list[_Worker] = []
         self._waiters: deque[asyncio.Future[_Worker]] = deque()
         self._all: set[_Worker] = set()
