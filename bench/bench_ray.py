@@ -142,9 +142,7 @@ def throughput(mixed: Path, folder: Path) -> None:
             scorer.score(records[i : i + 256])
         rates[name] = len(records) / (time.perf_counter() - start)
         scorer.close()
-        for tool in list(lib._tools.values()):
-            tool.close()
-        lib.close()
+        lib.close()  # closes its tools: sandboxes, actors, math workers
     ray.shutdown()
     base = rates["in-process"]
     for name, rate in rates.items():

@@ -18,6 +18,12 @@ from rewardsmith.library.store import Library
 from rewardsmith.server import ServerConfig, create_app
 from rewardsmith.types import ToolSpec
 
+# The shared test server (conftest.py): a short deadline and small limits, so timeouts and
+# 413s are cheap to provoke.
+DEADLINE = 3.0
+MAX_BATCH = 200
+MAX_BODY_BYTES = 256 * 1024
+
 
 def add_misbehaving_tool(library: Library, name: str = "misbehaving") -> None:
     spec = ToolSpec(name=name, needs_reference=False, provenance="user")

@@ -9,9 +9,7 @@ import time
 
 import httpx
 import pytest
-from server_support import CRASH, HANG, SPIN
-
-from conftest import DEADLINE, MAX_BATCH, MAX_BODY_BYTES
+from server_support import CRASH, DEADLINE, HANG, MAX_BATCH, MAX_BODY_BYTES, SPIN
 
 # Seconds past the deadline a response may take on a loaded 2-core machine (killing and
 # replacing workers, the HTTP round trip).

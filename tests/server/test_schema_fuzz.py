@@ -18,9 +18,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 from schemathesis.generation import GenerationMode
-from server_support import running_server
+from server_support import MAX_BATCH, MAX_BODY_BYTES, running_server
 
-from conftest import MAX_BATCH, MAX_BODY_BYTES
 from rewardsmith.server import ServerConfig
 
 # Fuzzed cases per operation and mode: enough to hit missing fields, wrong types, odd

@@ -50,6 +50,18 @@ class Unavailable(RewardsmithError):
     """The server cannot take the request now (no worker in time): a 503."""
 
 
+@dataclass(frozen=True)
+class _Call:
+    """One request's scoring choice as workers take it (None, None: the server's), its
+    deadline, and the tool names behind it (for the rewards of unscored samples)."""
+
+    tool: str | None
+    task_map: TaskMap | None
+    deadline: float
+    tool_name: str | None
+    tool_map: Mapping[str, str]
+
+
 @dataclass
 class Outcome:
     """A request's answer: the response body, the (tool, status) counts of its rewards, and
@@ -158,68 +170,37 @@ class ScoringEngine:
         for this call when either is given."""
         if size == 0:
             return Outcome(render(kind, []), {})
-        deadline = time.monotonic() + self.config.deadline_seconds
-        override = tool is not None or task_map is not None
-        chosen: TaskMap | None = tuple(sorted((task_map or {}).items())) if override else None
-        request_tool = tool if override else None
+        call = self._call(tool, task_map)
         reply = await self.pool.call(
-            ("request", kind, body, task, request_tool, chosen),
-            deadline,
+            ("request", kind, body, task, call.tool, call.task_map),
+            call.deadline,
             run_fraction=1.0 if size == 1 else SPLIT_FRACTION,
         )
         if reply.kind == "ok":
             data, tally = reply.value
             return Outcome(data, tally)
         self._raise_for(reply)
-        names = (request_tool, dict(chosen or ())) if override else self._defaults()
         batch = samples()
         if size == 1:
-            rewards = [self._unscored(batch[0], reply, *names)]
+            rewards = [self._unscored(batch[0], reply, call)]
         else:
-            rewards = await self._one_by_one(batch, request_tool, chosen, deadline, names)
+            rewards = await self._one_by_one(batch, call)
         late = sum(r.status == "timeout" and r.reason.startswith(_DEADLINE) for r in rewards)
         return Outcome(render(kind, rewards), counts(rewards), late)
 
-    async def score(
-        self,
-        samples: Sequence[Sample],
-        tool: str | None = None,
-        task_map: Mapping[str, str] | None = None,
-    ) -> list[Reward]:
-        """One `Reward` per sample, in order, within the deadline (the same rules as
-        `score_request`, for callers that hold `Sample`s)."""
-        if not samples:
-            return []
+    def _call(self, tool: str | None, task_map: Mapping[str, str] | None) -> _Call:
         deadline = time.monotonic() + self.config.deadline_seconds
-        override = tool is not None or task_map is not None
-        chosen: TaskMap | None = tuple(sorted((task_map or {}).items())) if override else None
-        request_tool = tool if override else None
-        reply = await self.pool.call(
-            score_job(samples, request_tool, chosen),
-            deadline,
-            run_fraction=1.0 if len(samples) == 1 else SPLIT_FRACTION,
-        )
-        if reply.kind == "ok":
-            return [reward_from_row(row) for row in reply.value]
-        self._raise_for(reply)
-        names = (request_tool, dict(chosen or ())) if override else self._defaults()
-        if len(samples) == 1:
-            return [self._unscored(samples[0], reply, *names)]
-        return await self._one_by_one(samples, request_tool, chosen, deadline, names)
+        if tool is None and task_map is None:  # the server's choice, which workers hold
+            return _Call(None, None, deadline, self.config.tool, dict(self.config.task_map))
+        chosen = tuple(sorted((task_map or {}).items()))
+        return _Call(tool, chosen, deadline, tool, dict(chosen))
 
-    def _defaults(self) -> tuple[str | None, dict[str, str]]:
-        return self.config.tool, dict(self.config.task_map)
-
-    async def _one_by_one(
-        self,
-        samples: Sequence[Sample],
-        tool: str | None,
-        task_map: TaskMap | None,
-        deadline: float,
-        names: tuple[str | None, dict[str, str]],
-    ) -> list[Reward]:
+    async def _one_by_one(self, samples: Sequence[Sample], call: _Call) -> list[Reward]:
         replies = await asyncio.gather(
-            *(self.pool.call(score_job([s], tool, task_map), deadline) for s in samples)
+            *(
+                self.pool.call(score_job([s], call.tool, call.task_map), call.deadline)
+                for s in samples
+            )
         )
         rewards: list[Reward] = []
         for sample, reply in zip(samples, replies, strict=True):
@@ -227,7 +208,7 @@ class ScoringEngine:
                 rewards.append(reward_from_row(reply.value[0]))
             else:
                 self._raise_for(reply)
-                rewards.append(self._unscored(sample, reply, *names))
+                rewards.append(self._unscored(sample, reply, call))
         return rewards
 
     async def route(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
@@ -246,10 +227,8 @@ class ScoringEngine:
         if reply.kind == "config":
             raise ConfigError(str(reply.value))
 
-    def _unscored(
-        self, sample: Sample, reply: Reply, tool: str | None, task_map: Mapping[str, str]
-    ) -> Reward:
-        ref = self.tool_ref(sample, tool, task_map)
+    def _unscored(self, sample: Sample, reply: Reply, call: _Call) -> Reward:
+        ref = self.tool_ref(sample, call.tool_name, call.tool_map)
         seconds = f"{self.config.deadline_seconds:g}"
         if reply.kind in ("timeout", "busy"):
             why = f"{_DEADLINE} of {seconds} s" + (

@@ -32,6 +32,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from rewardsmith.errors import RewardsmithError
+from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer
 from rewardsmith.server.payloads import counts, read_samples, render
 from rewardsmith.types import Reward, Sample
@@ -100,8 +101,6 @@ class _Scorers:
     """The worker's library and its scorers, one per (tool, task map) choice."""
 
     def __init__(self, spec: ScorerSpec) -> None:
-        from rewardsmith.library.store import Library
-
         self.spec = spec
         if spec.ray_address:
             from rewardsmith.server.ray_backend import RayLibrary, connect
@@ -111,18 +110,14 @@ class _Scorers:
             self.library: Library = RayLibrary(spec.library)
         else:
             self.library = Library(spec.library)
-        self._scorers: OrderedDict[tuple[str | None, TaskMap], Any] = OrderedDict()
+        self._scorers: OrderedDict[tuple[str | None, TaskMap], Scorer] = OrderedDict()
 
-    def scorer(self, tool: str | None, task_map: TaskMap | None) -> Any:
-
-        key = (
-            (self.spec.tool, self.spec.task_map)
-            if task_map is None and tool is None
-            else (
-                tool,
-                task_map or (),
-            )
-        )
+    def scorer(self, tool: str | None, task_map: TaskMap | None) -> Scorer:
+        """The scorer for a request's choice (None, None: the server's)."""
+        if tool is None and task_map is None:
+            key: tuple[str | None, TaskMap] = (self.spec.tool, self.spec.task_map)
+        else:
+            key = (tool, task_map or ())
         scorer = self._scorers.get(key)
         if scorer is None:
             scorer = Scorer(key[0], dict(key[1]), self.library, router=self.spec.router)
