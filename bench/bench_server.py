@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -298,23 +299,26 @@ def start_server(
     raise SystemExit("the server did not start")
 
 
-def process_cpu(pid: int) -> float:
-    """CPU seconds of a process and its children so far (from /proc)."""
-    total = 0.0
+def process_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds so far of a process itself and of its descendants (from /proc; the
+    scoring workers are children of the forkserver, a child of the server)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    pids = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(c) for c in children]
-    except OSError:
-        pass
-    for p in pids:
+
+    def own(p: int) -> float:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / ticks
+            return (int(fields[11]) + int(fields[12])) / ticks
         except (OSError, IndexError):
-            pass
-    return total
+            return 0.0
+
+    def descendants(p: int) -> list[int]:
+        children = []
+        for task in Path(f"/proc/{p}/task").glob("*"):  # any thread may have started one
+            with contextlib.suppress(OSError):
+                children += [int(c) for c in (task / "children").read_text().split()]
+        return children + [d for c in children for d in descendants(c)]
+
+    return own(pid), sum(own(d) for d in descendants(pid))
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> int:
@@ -366,7 +370,9 @@ def main() -> None:
     normal = run_load(
         f"http://127.0.0.1:{port}", batches, expected, args.clients, args.seconds, None, "gsm8k"
     )
-    server_cpu = process_cpu(server.pid) - cpu_before
+    cpu_after = process_cpu(server.pid)
+    main_cpu = cpu_after[0] - cpu_before[0]
+    server_cpu = main_cpu + cpu_after[1] - cpu_before[1]
     print(f"exit code after SIGTERM: {stop_server(server)}")
     report(f"server ({args.workers} workers, {args.clients} clients)", normal)
     after, _ = in_process_windows(batches, int(args.baseline_seconds), library)
@@ -385,7 +391,8 @@ def main() -> None:
         f"{normal['client_cpu'] / rewards * 1e6:.1f}, in-process score {base_cpu:.1f}"
     )
     print(
-        f"CPU used over the {elapsed:.0f} s: server and its workers {server_cpu:.1f} s, "
+        f"CPU used over the {elapsed:.0f} s: server {server_cpu:.1f} s (its event loop "
+        f"{main_cpu:.1f} s, the workers {server_cpu - main_cpu:.1f} s), "
         f"load-generating clients {normal['client_cpu']:.1f} s ({os.cpu_count()} CPUs = {(os.cpu_count() or 1) * elapsed:.0f} s)"
     )
     print("load:", os.getloadavg())

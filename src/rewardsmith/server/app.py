@@ -26,10 +26,11 @@ from starlette.exceptions import HTTPException
 import rewardsmith
 from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.server.config import RETRY_AFTER_SECONDS, ServerConfig
-from rewardsmith.server.engine import FieldError, ScoringEngine, Unavailable
+from rewardsmith.server.engine import RequestRefused, ScoringEngine, Unavailable
 from rewardsmith.server.limits import Admission, AdmissionGate
 from rewardsmith.server.metrics import Metrics, MetricsMiddleware
 from rewardsmith.server.models import OpenRLHFRequest, RouteRequest, ScoreRequest
+from rewardsmith.server.payloads import FieldError
 from rewardsmith.server.routes import health, openrlhf, score, tools
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,13 @@ def _add_error_handlers(app: FastAPI) -> None:
                 for e in exc.errors()
             ]
         )
+
+    @app.exception_handler(RequestRefused)
+    async def refused(request: Request, exc: RequestRefused) -> JSONResponse:
+        if exc.problem.kind == "too_large":
+            request.app.state.metrics.rejected.labels("batch").inc()
+            return JSONResponse({"error": exc.problem.message}, status_code=413)
+        return _unprocessable(exc.problem.errors)
 
     @app.exception_handler(FieldError)
     async def bad_field(request: Request, exc: FieldError) -> JSONResponse:

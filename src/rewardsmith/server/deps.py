@@ -16,7 +16,9 @@ from rewardsmith.server.models import BatchTooLarge
 _bearer = HTTPBearer(auto_error=False, description="The server's --token, if it has one.")
 
 
-def require_token(
+# Dependencies are `async def`: FastAPI runs a plain `def` in a thread pool, a thread hop
+# per request for a dictionary lookup.
+async def require_token(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
@@ -59,7 +61,7 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
 
 
-def _engine(request: Request) -> ScoringEngine:
+async def _engine(request: Request) -> ScoringEngine:
     engine: ScoringEngine = request.app.state.engine
     return engine
 

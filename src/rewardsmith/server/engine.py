@@ -16,14 +16,24 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.server.config import ServerConfig
-from rewardsmith.server.payloads import Counts, Kind, counts, render
+from rewardsmith.server.payloads import (
+    Counts,
+    FieldError,
+    Kind,
+    Location,
+    RequestProblem,
+    check_tools,
+    counts,
+    parse,
+    render,
+)
 from rewardsmith.server.workers import (
     Reply,
     ScorerSpec,
@@ -38,16 +48,16 @@ from rewardsmith.types import Reward, Sample
 SPLIT_FRACTION = 0.5
 
 
-class FieldError(RewardsmithError, ValueError):
-    """A request field names something the server cannot use (an unknown tool): a 422."""
-
-    def __init__(self, location: tuple[str | int, ...], message: str) -> None:
-        self.location = location
-        super().__init__(message)
-
-
 class Unavailable(RewardsmithError):
     """The server cannot take the request now (no worker in time): a 503."""
+
+
+class RequestRefused(RewardsmithError):
+    """A body that does not validate (422) or lists too many samples (413)."""
+
+    def __init__(self, problem: RequestProblem) -> None:
+        self.problem = problem
+        super().__init__(problem.message or "invalid request")
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,7 @@ class ScoringEngine:
             task_map=tuple(sorted(config.task_map.items())),
             router=config.router,
             ray_address=config.ray_address or "",
+            max_batch=config.max_batch,
             ray_env=tuple((k, v) for k, v in os.environ.items() if k.startswith("RAY_"))
             if config.ray_address
             else (),
@@ -126,20 +137,11 @@ class ScoringEngine:
         self,
         tool: str | None,
         task_map: Mapping[str, str] | None,
-        tool_loc: tuple[str | int, ...] = ("body", "tool"),
-        map_loc: tuple[str | int, ...] = ("body", "task_map"),
+        tool_loc: Location = ("body", "tool"),
+        map_loc: Location = ("body", "task_map"),
     ) -> None:
         """Raise `FieldError` naming the field when a tool is unknown or retired."""
-        named = [(tool_loc, tool)] if tool else []
-        named += [((*map_loc, task), ref) for task, ref in (task_map or {}).items()]
-        for loc, ref in named:
-            try:
-                name, version = parse_tool_ref(ref)
-                record = self.library.record(name, version)
-            except RewardsmithError as exc:
-                raise FieldError(loc, str(exc)) from None
-            if record.retired and version is None:
-                raise FieldError(loc, f"tool {name!r} is retired; name a version ({name}@N)")
+        check_tools(self.library, tool, task_map, tool_loc, map_loc)
 
     def tool_ref(self, sample: Sample, tool: str | None, task_map: Mapping[str, str]) -> str:
         """`name@version` of the tool that scores `sample` ("" when the router picks)."""
@@ -155,45 +157,37 @@ class ScoringEngine:
     # -- scoring --------------------------------------------------------------------------
 
     async def score_request(
-        self,
-        kind: Kind,
-        body: bytes,
-        size: int,
-        samples: Callable[[], list[Sample]],
-        tool: str | None = None,
-        task_map: Mapping[str, str] | None = None,
-        task: str | None = None,
+        self, kind: Kind, body: bytes, task: str | None = None, url_tool: str | None = None
     ) -> Outcome:
-        """Answer a validated request body (see the module docstring): a worker reads it and
-        writes the response (`payloads`); on the fallback path the samples are built here
-        (`samples()`) and scored one by one. `tool`/`task_map` replace the server's choice
-        for this call when either is given."""
-        if size == 0:
-            return Outcome(render(kind, []), {})
-        call = self._call(tool, task_map)
+        """Answer a request body (see the module docstring): a worker validates it, scores
+        it and writes the response (`payloads`); on the fallback path the body is read here
+        and its samples scored one by one. Raises `RequestRefused` / `FieldError` for a body
+        the server cannot take."""
+        deadline = time.monotonic() + self.config.deadline_seconds
         reply = await self.pool.call(
-            ("request", kind, body, task, call.tool, call.task_map),
-            call.deadline,
-            run_fraction=1.0 if size == 1 else SPLIT_FRACTION,
+            ("request", kind, body, task, url_tool), deadline, run_fraction=SPLIT_FRACTION
         )
         if reply.kind == "ok":
+            if isinstance(reply.value, RequestProblem):
+                raise RequestRefused(reply.value)
             data, tally = reply.value
             return Outcome(data, tally)
         self._raise_for(reply)
-        batch = samples()
-        if size == 1:
-            rewards = [self._unscored(batch[0], reply, call)]
+        parsed = parse(kind, body, self.library, self.config.max_batch, task, url_tool)
+        if isinstance(parsed, RequestProblem):
+            raise RequestRefused(parsed)
+        call = self._call(parsed.tool, parsed.task_map, deadline)
+        if len(parsed.samples) == 1:
+            rewards = [self._unscored(parsed.samples[0], reply, call)]
         else:
-            rewards = await self._one_by_one(batch, call)
+            rewards = await self._one_by_one(parsed.samples, call)
         late = sum(r.status == "timeout" and r.reason.startswith(_DEADLINE) for r in rewards)
         return Outcome(render(kind, rewards), counts(rewards), late)
 
-    def _call(self, tool: str | None, task_map: Mapping[str, str] | None) -> _Call:
-        deadline = time.monotonic() + self.config.deadline_seconds
+    def _call(self, tool: str | None, task_map: TaskMap | None, deadline: float) -> _Call:
         if tool is None and task_map is None:  # the server's choice, which workers hold
             return _Call(None, None, deadline, self.config.tool, dict(self.config.task_map))
-        chosen = tuple(sorted((task_map or {}).items()))
-        return _Call(tool, chosen, deadline, tool, dict(chosen))
+        return _Call(tool, task_map, deadline, tool, dict(task_map or ()))
 
     async def _one_by_one(self, samples: Sequence[Sample], call: _Call) -> list[Reward]:
         replies = await asyncio.gather(
@@ -226,6 +220,9 @@ class ScoringEngine:
     def _raise_for(reply: Reply) -> None:
         if reply.kind == "config":
             raise ConfigError(str(reply.value))
+        if reply.kind == "field":
+            location, message = reply.value
+            raise FieldError(tuple(location), message)
 
     def _unscored(self, sample: Sample, reply: Reply, call: _Call) -> Reward:
         ref = self.tool_ref(sample, call.tool_name, call.tool_map)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import multiprocessing
 import os
@@ -34,7 +33,7 @@ from typing import Any, Literal
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer
-from rewardsmith.server.payloads import counts, read_samples, render
+from rewardsmith.server.payloads import FieldError, RequestProblem, counts, parse, render
 from rewardsmith.types import Reward, Sample
 
 log = logging.getLogger(__name__)
@@ -50,13 +49,16 @@ warnings.filterwarnings(
 STARTUP_TIMEOUT_SECONDS = 120.0
 # How long `close` lets a worker finish and exit by itself before killing it.
 CLOSE_GRACE_SECONDS = 5.0
+# Request bodies up to this size are written to a worker from the event loop (the pipe
+# takes them at once); larger ones from a thread.
+INLINE_JOB_BYTES = 1 << 20
 # Scorers for per-request tool choices kept warm in each worker (least recently used go).
 MAX_SCORERS_PER_WORKER = 16
 # Modules the forkserver imports once, so every worker starts with them loaded.
 PRELOAD = ["rewardsmith.server.workers", "rewardsmith.tools.gsm8k", "rewardsmith.tools.math"]
 
 TaskMap = tuple[tuple[str, str], ...]
-ReplyKind = Literal["ok", "config", "error", "timeout", "died", "busy"]
+ReplyKind = Literal["ok", "config", "field", "error", "timeout", "died", "busy"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class ScorerSpec:
     #: The server's RAY_* environment (auth mode...): workers come from a forkserver started
     #: before Ray was, so they do not inherit what `ray.init` set.
     ray_env: tuple[tuple[str, str], ...] = ()
+    #: Samples a request may list (the workers validate bodies).
+    max_batch: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -135,9 +139,11 @@ class _Scorers:
             rewards = self.scorer(tool, task_map).score([Sample(*row) for row in rows]).rewards
             return [reward_row(r) for r in rewards]
         if kind == "request":
-            _, body_kind, body, task, tool, task_map = job
-            samples = read_samples(body_kind, json.loads(body), task)
-            rewards = self.scorer(tool, task_map).score(samples).rewards
+            _, body_kind, body, task, url_tool = job
+            parsed = parse(body_kind, body, self.library, self.spec.max_batch, task, url_tool)
+            if isinstance(parsed, RequestProblem):
+                return parsed
+            rewards = self.scorer(parsed.tool, parsed.task_map).score(parsed.samples).rewards
             return render(body_kind, rewards), counts(rewards)
         if kind == "route":
             return [d.to_dict() for d in self.scorer(None, None).router.route(job[1])]
@@ -180,6 +186,8 @@ def worker_main(conn: Connection, spec: ScorerSpec) -> None:
                 return
             try:
                 reply = Reply("ok", scorers.run(job))
+            except FieldError as exc:  # a tool the body names that the library lacks
+                reply = Reply("field", (exc.location, str(exc)))
             except RewardsmithError as exc:  # a bad tool choice: the caller's mistake
                 reply = Reply("config", str(exc))
             except Exception as exc:
@@ -209,9 +217,17 @@ class _Worker:
         """Send a job and wait for its answer (blocking: runs in a pool thread)."""
         try:
             self.conn.send(job)
+        except (OSError, ValueError) as exc:
+            return Reply("died", str(exc))
+        return self.receive()
+
+    def receive(self) -> Reply:
+        """The answer to the job sent (blocking until it has all arrived)."""
+        try:
             reply = self.conn.recv()
         except (EOFError, OSError, TypeError, ValueError) as exc:
             # TypeError/ValueError: `kill` closed the pipe under a blocked recv.
+            self.process.join(timeout=1)
             code = self.process.exitcode
             return Reply("died", f"exit code {code}" if code is not None else str(exc))
         return reply if isinstance(reply, Reply) else Reply("error", "bad reply from a worker")
@@ -280,17 +296,18 @@ class WorkerPool:
         budget = max(0.0, (deadline - start) * run_fraction)
         loop = asyncio.get_running_loop()
         self.busy += 1
-        future = loop.run_in_executor(self._threads, worker.request, job)
+        future = self._exchange(loop, worker, job)
         try:
             done, _ = await asyncio.wait({future}, timeout=budget)
         except asyncio.CancelledError:
+            future.cancel()  # stop listening to the pipe before the worker is killed
             self._discard(worker)
             raise
         finally:
             self.busy -= 1
         if not done:
+            future.cancel()
             self._discard(worker)
-            future.add_done_callback(lambda f: f.exception())  # its answer is not wanted
             return Reply("timeout")
         reply = future.result()
         if reply.kind == "died":
@@ -298,6 +315,33 @@ class WorkerPool:
         else:
             self._release(worker)
         return reply
+
+    def _exchange(
+        self, loop: asyncio.AbstractEventLoop, worker: _Worker, job: tuple[Any, ...]
+    ) -> asyncio.Future[Reply]:
+        """Send `job` and a future of the answer. A small job is written from the event loop
+        and its answer read when the pipe is readable (no thread hop: this is every request's
+        path); a large one is sent and awaited from a pool thread, so writing megabytes never
+        blocks the loop."""
+        if len(job) > 2 and isinstance(job[2], bytes) and len(job[2]) > INLINE_JOB_BYTES:
+            return loop.run_in_executor(self._threads, worker.request, job)
+        future: asyncio.Future[Reply] = loop.create_future()
+        fd = worker.conn.fileno()
+
+        def readable() -> None:
+            loop.remove_reader(fd)
+            if not future.done():
+                future.set_result(worker.receive())
+
+        try:
+            worker.conn.send(job)
+        except (OSError, ValueError) as exc:
+            future.set_result(Reply("died", str(exc)))
+            return future
+        loop.add_reader(fd, readable)
+        # A caller that gives up (deadline, cancellation) stops listening to the pipe.
+        future.add_done_callback(lambda _: loop.remove_reader(fd))
+        return future
 
     async def close(self, grace: float = CLOSE_GRACE_SECONDS) -> None:
         """Stop every worker (idle ones first ask to exit; they close their tools)."""

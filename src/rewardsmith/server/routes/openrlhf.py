@@ -14,10 +14,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from rewardsmith.server.deps import Engine, json_body, parse_body, require_token
-from rewardsmith.server.engine import FieldError
+from rewardsmith.server.deps import Engine, json_body, require_token
 from rewardsmith.server.models import OpenRLHFRequest, OpenRLHFResponse
-from rewardsmith.server.payloads import read_samples
 from rewardsmith.server.routes.score import ERRORS
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
@@ -36,21 +34,8 @@ async def openrlhf(
     tool: Annotated[str | None, Query(min_length=1, description="Tool for this URL.")] = None,
     task: Annotated[str | None, Query(min_length=1, description="Task of every query.")] = None,
 ) -> Response:
-    parsed, body = await parse_body(request, OpenRLHFRequest)
-    n = len(parsed.query)
-    for name, values in (("prompts", parsed.prompts), ("labels", parsed.labels)):
-        if values is not None and len(values) != n:
-            raise FieldError(("body", name), f"got {len(values)} {name} for {n} queries")
     if tool is not None:
         scoring.check_tools(tool, None, tool_loc=("query", "tool"))
-    outcome = await scoring.score_request(
-        "openrlhf",
-        body,
-        n,
-        lambda: read_samples("openrlhf", parsed.model_dump(), task),
-        tool,
-        None,
-        task,
-    )
+    outcome = await scoring.score_request("openrlhf", await request.body(), task, tool)
     request.app.state.metrics.observe_counts(outcome.counts, outcome.deadline_timeouts)
     return Response(outcome.body, media_type="application/json")

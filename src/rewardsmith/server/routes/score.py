@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from rewardsmith.server.deps import Engine, json_body, parse_body, require_token
+from rewardsmith.server.deps import Engine, json_body, require_token
 from rewardsmith.server.models import ErrorResponse, ScoreRequest, ScoreResponse
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
@@ -25,16 +25,7 @@ async def score(request: Request, scoring: Engine) -> Response:
     """The same rewards `rewardsmith score` gives: with the server's tool / task map /
     router, or the `tool` / `task_map` of this request. A sample not scored within the
     server's deadline is `timeout`; the others in its batch are scored."""
-    parsed, body = await parse_body(request, ScoreRequest)
-    if parsed.tool is not None or parsed.task_map is not None:
-        scoring.check_tools(parsed.tool, parsed.task_map)
-    outcome = await scoring.score_request(
-        "score",
-        body,
-        len(parsed.samples),
-        lambda: [s.to_sample() for s in parsed.samples],
-        parsed.tool,
-        parsed.task_map,
-    )
+    # Validated in a worker, with the per-sample work (`payloads.parse`): 422 / 413 from there.
+    outcome = await scoring.score_request("score", await request.body())
     request.app.state.metrics.observe_counts(outcome.counts, outcome.deadline_timeouts)
     return Response(outcome.body, media_type="application/json")
