@@ -73,7 +73,8 @@ class ModelActor:
     """A reward-model replica: the model loaded once, scoring batches of texts."""
 
     def __init__(self, path: str, device: str, windows: Any, threads: int | None) -> None:
-        from rewardsmith.rm.model import load_scorer, torch_threads
+        from rewardsmith.models.loading import torch_threads
+        from rewardsmith.rm.model import load_scorer
 
         torch_threads(threads)
         self.scorer = load_scorer(path, device=device, windows=windows)
