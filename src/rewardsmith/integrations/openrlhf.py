@@ -55,7 +55,7 @@ def response_text(query: str, prompt: str | None) -> str:
     return query[at + len(prompt) :] if at >= 0 else query
 
 
-def _reference(label: Any) -> str | None:
+def label_reference(label: Any) -> str | None:
     if label is None or isinstance(label, str):
         return label
     if isinstance(label, bool | int | float):
@@ -142,7 +142,7 @@ class RewardFunc:
             Sample(
                 completion=response_text(queries[i], prompts[i] if prompts else None),
                 prompt=prompts[i] if prompts else None,
-                reference=_reference(labels[i]) if labels is not None else None,
+                reference=label_reference(labels[i]) if labels is not None else None,
                 task=tasks[i] if tasks is not None else None,
             )
             for i in range(n)

@@ -18,8 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from rewardsmith.errors import RewardsmithError
-from rewardsmith.integrations.openrlhf import _reference as label_reference
-from rewardsmith.integrations.openrlhf import response_text
+from rewardsmith.integrations.openrlhf import label_reference, response_text
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.server.models import (
     BatchTooLarge,
