@@ -15,6 +15,7 @@ import os
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version as package_version
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,7 +24,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-import rewardsmith
 from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.server.config import RETRY_AFTER_SECONDS, ServerConfig
 from rewardsmith.server.engine import RequestRefused, ScoringEngine, Unavailable
@@ -66,7 +66,7 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
 
     app = FastAPI(
         title="rewardsmith",
-        version=rewardsmith.__version__,
+        version=package_version("rewardsmith"),
         description="Reward engine for RL on language models: score batches of samples.",
         lifespan=lifespan,
         max_body_size=config.max_body_bytes,
