@@ -15,6 +15,7 @@ from rewardsmith.cli import grpo as grpo_cmd
 from rewardsmith.cli import rm as rm_cmd
 from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
+from rewardsmith.cli import synth as synth_cmd
 from rewardsmith.cli import tools as tools_cmd
 from rewardsmith.errors import RewardsmithError
 
@@ -32,6 +33,7 @@ app.add_typer(rm_cmd.app, name="rm")
 app.add_typer(grpo_cmd.app, name="grpo")
 app.add_typer(route_cmd.app, name="route")
 app.add_typer(bench_cmd.app, name="bench")
+app.add_typer(synth_cmd.app, name="synth")
 
 err_console = Console(stderr=True)
 

@@ -72,6 +72,25 @@ class Style:
 
 BARE = Style("whole_text", "", "")
 
+# Each extractor's answer format with nothing around it (the probes use these, so that no
+# example's reasoning text, which may hold its answer, leaks into a probe).
+CANONICAL_STYLES: dict[str, Style] = {
+    "answer_in_tags": Style("answer_in_tags", "<answer>", "</answer>"),
+    "boxed_answer": Style("boxed_answer", "\\boxed{", "}"),
+    "json_answer_field": Style("json_answer_field", '{"answer": "', '"}'),
+    "answer_after_hashes": Style("answer_after_hashes", "#### ", ""),
+    "answer_after_phrase": Style("answer_after_phrase", "The answer is ", ""),
+    "code_block": Style("code_block", "```\n", "\n```"),
+    "last_line": BARE,
+    "last_number": BARE,
+    "whole_text": BARE,
+}
+
+
+def canonical(style: Style) -> Style:
+    """The style's answer format alone, without the example's own text around it."""
+    return CANONICAL_STYLES.get(style.extractor, BARE)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -158,8 +177,8 @@ def relation(example: Example) -> str:
 
 
 def perturbations(answer: str) -> list[str]:
-    """Small content changes of an answer: its last letter or digit changed, a list item
-    dropped, an item added. Only those that differ in content are returned."""
+    """Small content changes of an answer: its last letter or digit changed; for a list, an
+    item dropped or one repeated. Only those that differ in content are returned."""
     out: list[str] = []
     chars = list(answer)
     for i in range(len(chars) - 1, -1, -1):
@@ -179,8 +198,6 @@ def perturbations(answer: str) -> list[str]:
         joiner = {",": ", ", ";": "; "}.get(sep, sep)
         out.append(joiner.join(items[: len(items) // 2] + items[len(items) // 2 + 1 :]))
         out.append(joiner.join([*items, items[0]]))
-    elif answer.strip():
-        out.append(f"{answer} {answer.split()[-1]}")
     return [p for p in dict.fromkeys(out) if p.strip() and not same_content(p, answer)]
 
 

@@ -223,7 +223,7 @@ EXTRACTORS: dict[str, Primitive] = {
             def answer_after_phrase(text):
                 """The rest of the line after the last "answer is" or "answer:", or None."""
                 found = re.findall(
-                    r"\\banswer[ \\t]*(?:is|:)[ \\t:]*(.+)", text, flags=re.IGNORECASE
+                    r"\\banswer[ \\t]*(?:is|:)[ \\t:]*([^\\s:].*)", text, flags=re.IGNORECASE
                 )
                 if not found:
                     return None
