@@ -70,13 +70,20 @@ def score(
             help="Router backend when neither --tool nor --task-map is given: embedded, llm, rules.",
         ),
     ] = "embedded",
+    synthesize: Annotated[
+        bool,
+        typer.Option(
+            "--synthesize",
+            help="Samples the router sends to 'synthesize' get a synthesized, gated tool.",
+        ),
+    ] = False,
 ) -> None:
     """Score every line of INPUT with a tool, a tool per task, or (with neither) the tool(s)
     the router picks, and write OUTPUT."""
     mapping = parse_task_map(task_map) if task_map else {}
     records = read_records(input_path)
     lib = open_library(library)
-    scorer = Scorer(tool, mapping, lib, router=router)
+    scorer = Scorer(tool, mapping, lib, router=router, synthesize=synthesize)
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
         with atomic_output(output) as handle, progress_bar(console, quiet) as progress:
