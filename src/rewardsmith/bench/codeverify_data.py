@@ -58,6 +58,8 @@ RIGHT_VARIANT_SHARE = 0.35
 WRONG_VARIANT_SHARE = 0.3
 EXAMPLE_LINES = 12
 LABELED_LINES = 8
+# Entries tried for a form variant of the wanted kind before settling for a plain answer.
+FORM_TRIES = 8
 
 REASONS = (
     "Let me work through this step by step.",
@@ -296,14 +298,16 @@ def examples_for(family: str, seed: int = 0) -> list[dict[str, Any]]:
     others remain."""
     rng = random.Random(f"examples:{family}:{seed}")
     pool = entries(family, 1000 + seed, 40)
+    labeled_pool, plain_pool = pool[:-4], pool[-4:]
     lines: list[dict[str, Any]] = []
     shown: set[str] = set()
     k = 0
     for n, (right, variant) in enumerate(LABELED_PLAN):
         line = None
-        for attempt in range(2 * len(pool)):
-            entry = pool[(k + attempt) % len(pool)]
-            want = variant if attempt < len(pool) else "plain"
+        for attempt in range(len(labeled_pool)):
+            entry = labeled_pool[(k + attempt) % len(labeled_pool)]
+            # A family without the wanted form variant gets the plain kind instead.
+            want = variant if attempt < FORM_TRIES else "plain"
             line = labeled_sample(
                 family, entry, right, pool, rng, want, style=n, avoid=frozenset(shown)
             )
@@ -314,7 +318,7 @@ def examples_for(family: str, seed: int = 0) -> list[dict[str, Any]]:
         shown.add(line.pop("how"))
         line.pop("answer")
         lines.append(line)
-    for entry in pool[k : k + EXAMPLE_LINES - LABELED_LINES]:
+    for entry in plain_pool[: EXAMPLE_LINES - LABELED_LINES]:
         lines.append({"prompt": entry["question"], "reference": entry["answer"]})
     return lines
 

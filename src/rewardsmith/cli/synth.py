@@ -112,14 +112,16 @@ def _finish(outcome: Any, json_path: Path | None) -> None:
     _write_json(json_path, outcome.to_dict())
     _print_report(outcome.report.to_dict())
     if outcome.admitted:
-        console.print(f"admitted as {outcome.stored_as}: {outcome.reason}", highlight=False)
+        console.print(
+            f"admitted as {outcome.stored_as}: {outcome.reason}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(EXIT_ADMITTED)
     where = (
         f"the candidate is stored, retired, as {outcome.stored_as}"
         if outcome.stored_as
         else "no candidate was stored"
     )
-    console.print(f"rejected: {outcome.reason}\n{where}", highlight=False)
+    console.print(f"rejected: {outcome.reason}\n{where}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_REJECTED)
 
 
@@ -156,6 +158,7 @@ def codeverify_cmd(
             f"LLM: {len(tries)} attempt(s); "
             + "; ".join(f"#{t['attempt']}: {t.get('error', 'ok')}" for t in tries),
             highlight=False,
+            soft_wrap=True,
         )
     _finish(outcome, json_report)
 
@@ -185,7 +188,9 @@ def gate_cmd(
     _write_json(json_report, payload)
     _print_report(payload)
     console.print(
-        ("would be admitted: " if report.admitted else "") + report.reason, highlight=False
+        ("would be admitted: " if report.admitted else "") + report.reason,
+        highlight=False,
+        soft_wrap=True,
     )
     raise typer.Exit(EXIT_ADMITTED if report.admitted else EXIT_REJECTED)
 
@@ -228,5 +233,9 @@ def wrapllm_cmd(
         )
     tried = outcome.details.get("tried", [])
     for t in tried:
-        console.print(f"tried {t['model_id']} (fit {t['fit']:.2f}): {t['result']}", highlight=False)
+        console.print(
+            f"tried {t['model_id']} (fit {t['fit']:.2f}): {t['result']}",
+            highlight=False,
+            soft_wrap=True,
+        )
     _finish(outcome, json_report)

@@ -61,7 +61,7 @@ class SynthOutcome:
             "method": self.method,
             "reason": self.report.reason,
             "gate": self.report.to_dict(),
-            "synth": self.details,
+            "synth": {"method": self.method, **self.details},
             "source": self.source,
         }
 

@@ -8,7 +8,9 @@ a. `runs`: the tool was built (for code, the sandbox's 4-stage check admitted it
    `error` or `timeout`.
 b. `held_out`: on cases built from held-out examples only (`rewardsmith.synth.evidence`:
    labeled completions, the reference in each answer style, wrong answers), accuracy at
-   `threshold` and the AUC of right against wrong reach `min_accuracy` and `min_auc`.
+   `threshold` and the AUC of right against wrong reach `min_accuracy` and `min_auc`; the
+   held-out labeled completions alone, the users' own verdicts, must reach `min_accuracy`
+   too (constructed cases must not outvote them).
 c. `probes`: no hacking probe (`rewardsmith.synth.probes`) scores as high as the right
    answer of its own example on more than `max_probe_win_rate` of that kind's probes.
 
@@ -190,7 +192,8 @@ def gate_tool(
     report = _judge(tool, cases, probes, rewards, config)
     report.seconds = time.perf_counter() - start
     report.checks["runs"].update(_runs_details(tool))
-    report.checks["held_out"]["examples"] = len(held_out)
+    if "held_out" in report.checks:
+        report.checks["held_out"]["examples"] = len(held_out)
     if library is not None:
         log_gate(library, name or tool.spec.name, report, extra)
     return report
@@ -265,8 +268,12 @@ def _judge(
         for s, c, ok in zip(case_scores, cases, correct, strict=True)
         if not ok
     ]
+    labeled = [ok for ok, c in zip(correct, cases, strict=True) if c.origin == "labeled"]
+    labeled_accuracy = sum(labeled) / len(labeled) if labeled else None
     checks["held_out"] = {
         "cases": n_cases,
+        "labeled_cases": len(labeled),
+        "labeled_accuracy": None if labeled_accuracy is None else round(labeled_accuracy, 4),
         "positives": len(pos),
         "negatives": len(neg),
         "accuracy": round(accuracy, 4),
@@ -276,6 +283,13 @@ def _judge(
         "misses": len(misses),
         "first_misses": misses[:QUOTED],
     }
+    if labeled_accuracy is not None and labeled_accuracy < config.min_accuracy:
+        return reject(
+            "held_out",
+            f"accuracy {labeled_accuracy:.3f} (min {config.min_accuracy}) on the "
+            f"{len(labeled)} held-out labeled completions ({accuracy:.3f} on all "
+            f"{n_cases} held-out cases)",
+        )
     if accuracy < config.min_accuracy or area is None or area < config.min_auc:
         auc_text = "n/a (needs right and wrong cases)" if area is None else f"{area:.3f}"
         return reject(
