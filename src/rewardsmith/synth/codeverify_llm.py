@@ -29,12 +29,13 @@ from rewardsmith.types import Sample, ToolSpec
 log = logging.getLogger(__name__)
 
 DEFAULT_ATTEMPTS = 3
-MAX_TOKENS = 900
+# Tokens per answer: a verifier fits in a few hundred; small models ramble past any limit.
+MAX_TOKENS = 600
 # Characters of each example shown to the model: prompts and completions are clipped (the
 # answer is at a completion's end), so the whole request fits a small model's context.
-PROMPT_CHARS = 240
-COMPLETION_CHARS = 240
-EXAMPLES_SHOWN = 8
+PROMPT_CHARS = 160
+COMPLETION_CHARS = 200
+EXAMPLES_SHOWN = 6
 # Wrong fit cases quoted back to the model after an attempt.
 MISSES_SHOWN = 3
 
@@ -140,6 +141,7 @@ def synthesize_llm(
     *,
     client: LLMClient | None = None,
     max_attempts: int = DEFAULT_ATTEMPTS,
+    max_tokens: int = MAX_TOKENS,
 ) -> CodeCandidate:
     """Ask the model for a verifier, checking and feeding back each answer (see module
     docstring). Raises `LLMError` when the endpoint cannot be used at all."""
@@ -156,7 +158,7 @@ def synthesize_llm(
     best: tuple[int, str] | None = None  # (fit cases scored wrong, source)
     last_source = ""
     for n in range(1, max_attempts + 1):
-        answer = client.chat(messages, max_tokens=MAX_TOKENS)
+        answer = client.chat(messages, max_tokens=max_tokens)
         source = extract_code(answer.text)
         last_source = source
         record: dict[str, Any] = {

@@ -74,6 +74,7 @@ def codeverify(
     gate_config: GateConfig | None = None,
     llm_client: LLMClient | None = None,
     max_attempts: int | None = None,
+    llm_max_tokens: int | None = None,
     title: str | None = None,
     extra_details: dict[str, Any] | None = None,
 ) -> SynthOutcome:
@@ -85,13 +86,14 @@ def codeverify(
     if backend == "offline":
         candidate = synthesize_offline(examples, title or name, _evaluator_for(examples))
     else:
-        from rewardsmith.synth.codeverify_llm import DEFAULT_ATTEMPTS, synthesize_llm
+        from rewardsmith.synth.codeverify_llm import DEFAULT_ATTEMPTS, MAX_TOKENS, synthesize_llm
 
         candidate = synthesize_llm(
             examples,
             title or name,
             client=llm_client,
             max_attempts=max_attempts or DEFAULT_ATTEMPTS,
+            max_tokens=llm_max_tokens or MAX_TOKENS,
         )
     description = _description(candidate)
     spec = synth_spec(name, "code", description, examples)

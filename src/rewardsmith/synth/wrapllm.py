@@ -171,15 +171,17 @@ def folder_models(folders: Sequence[Path]) -> list[ModelCandidate]:
     return out
 
 
-def cache_models() -> list[ModelCandidate]:
-    """Reward models in the Hugging Face cache (every snapshot), read without network."""
+def cache_models(cache_dir: Path | None = None) -> list[ModelCandidate]:
+    """Reward models in the Hugging Face cache (every snapshot), read without network.
+    `cache_dir` defaults to `$HF_HUB_CACHE` (read now, not at import), else the hub's own."""
     try:
         from huggingface_hub import scan_cache_dir
         from huggingface_hub.errors import CacheNotFound
     except ImportError:
         return []
+    where = cache_dir or os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
     try:
-        info = scan_cache_dir()
+        info = scan_cache_dir(where)
     except (CacheNotFound, OSError, ValueError):
         return []
     out = []
