@@ -22,7 +22,8 @@ search over primitives adds. Pass: >= 95% agreement for >= 12 of the 15 families
 
 Run from the repository root:
 
-    .venv/bin/python bench/bench_codeverify.py [--families a,b] [--samples 200] [--out DIR]
+    .venv/bin/python bench/bench_codeverify.py [--families a,b] [--samples 200] [--seed 0]
+                                               [--out DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -51,16 +52,16 @@ def agreement(scores: list[float], labels: list[int]) -> float:
     return sum((s >= 0.5) == bool(y) for s, y in zip(scores, labels, strict=True)) / len(labels)
 
 
-def run_family(family: str, n: int, out: Path, lib: Library) -> dict[str, Any]:
+def run_family(family: str, n: int, out: Path, lib: Library, seed: int = 0) -> dict[str, Any]:
     start = time.perf_counter()
-    lines = examples_for(family)
+    lines = examples_for(family, seed)
     ex_file = out / "examples" / f"{family}.jsonl"
     ex_file.parent.mkdir(parents=True, exist_ok=True)
     ex_file.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     examples = [parse_example(x, f"{ex_file}:{i}") for i, x in enumerate(lines, 1)]
     outcome = codeverify(examples, family, lib)
     synth_seconds = time.perf_counter() - start
-    fresh = fresh_samples(family, n)
+    fresh = fresh_samples(family, n, seed)
     labels = [s["label"] for s in fresh]
     samples = [Sample(s["completion"], s["prompt"], s["reference"]) for s in fresh]
     name = outcome.stored_as.partition("@")[0]
@@ -95,6 +96,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0, help="Entries, examples and samples.")
     parser.add_argument("--out", type=Path, default=Path("out/bench_codeverify"))
     parser.add_argument("--json", type=Path, default=None, help="Write the results here.")
     args = parser.parse_args()
@@ -105,7 +107,7 @@ def main() -> int:
     results = []
     with Library(db) as lib:
         for family in [f for f in args.families.split(",") if f]:
-            r = run_family(family, args.samples, args.out, lib)
+            r = run_family(family, args.samples, args.out, lib, args.seed)
             results.append(r)
             ratio = r["agreement"] / r["baseline_agreement"] if r["baseline_agreement"] else 0
             print(

@@ -98,3 +98,30 @@ def test_agrees_with_reasoning_gym_on_fresh_samples(family: str, library: Librar
         ((r.score or 0.0) >= 0.5) == bool(s["label"]) for r, s in zip(rewards, fresh, strict=True)
     )
     assert agree / len(fresh) >= 0.95
+
+
+def test_equivalent_number_forms_are_learned_through_the_math_tool(library: Library) -> None:
+    fractions = [(1, 2), (3, 4), (1, 5), (2, 5), (7, 8), (5, 8), (1, 4), (3, 5), (9, 10)]
+    lines = []
+    for i, (a, b) in enumerate(fractions):
+        ref = f"\\frac{{{a}}}{{{b}}}"
+        if i < 6:
+            right = i % 2 == 0
+            given = str(a / b) if right else str(round(a / b + 0.05, 3))
+            lines.append(
+                Example(f"Simplify {a * 3}/{b * 3}.", ref, f"So \\boxed{{{given}}}.", int(right))
+            )
+        else:
+            lines.append(Example(f"Simplify {a * 2}/{b * 2}.", ref))
+    outcome = codeverify(lines, "fractions", library)
+    assert outcome.details["composition"]["comparator"] == "math_equivalent"
+    assert outcome.admitted, outcome.reason
+    tool = library.get("fractions")
+    rewards = tool.score(
+        [
+            Sample("So \\boxed{0.25}.", "p", "\\frac{1}{4}"),
+            Sample("\\boxed{0.3}", "p", "\\frac{1}{4}"),
+        ]
+    )
+    assert [r.score for r in rewards] == [1.0, 0.0]
+    assert "math_equivalent" in library.record("fractions").config["params"]["source"]

@@ -123,9 +123,33 @@ def test_no_local_model_is_a_clean_rejection(library: Library, tmp_path: Path) -
 
 
 @pytest.mark.network
-def test_hub_search_finds_and_downloads_a_reward_model() -> None:
-    from rewardsmith.synth.wrapllm import hub_models
+def test_online_search_finds_downloads_and_wraps_a_hub_model(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
 
-    found = hub_models("helpful harmless assistant reward model", limit=1)
-    assert found and is_reward_model_dir(Path(found[0].path)) and found[0].revision
-    assert json.loads((Path(found[0].path) / "config.json").read_text())
+    examples = tmp_path / "ex.jsonl"
+    examples.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in topic_examples()))
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env["HF_HUB_CACHE"] = str(tmp_path / "hub")
+    proc = subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli.main", "synth", "wrapllm", "--online"]
+        + ["--task", "helpful harmless assistant replies", "--examples", str(examples)]
+        + [
+            "--name",
+            "hub_rm",
+            "--library",
+            str(tmp_path / "lib.db"),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode in (0, 3), proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    model = report["synth"]["model"]
+    assert (
+        model["source"] == "hub" and model["revision"] and is_reward_model_dir(Path(model["path"]))
+    )

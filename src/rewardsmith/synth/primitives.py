@@ -269,7 +269,9 @@ EXTRACTORS: dict[str, Primitive] = {
                 return found[-1].replace(",", "") if found else None
             ''',
             imports=("re",),
-            cost=0,
+            # It throws away everything but a number, so it reads an answer out of almost
+            # anything: used only when no extractor of a marked answer fits the examples.
+            cost=3,
         ),
         _p(
             "whole_text",
@@ -323,11 +325,11 @@ NORMALIZERS: dict[str, Primitive] = {
         _p(
             "strip_punctuation",
             "normalizer",
-            "no punctuation or quotes at the ends",
+            "no punctuation, quotes or $ at the ends",
             '''
             def strip_punctuation(text):
-                """No punctuation, quotes or emphasis marks at either end."""
-                return text.strip().strip(".,;:!?'\\"`*").strip()
+                """No punctuation, quotes, emphasis or $ signs at either end."""
+                return text.strip().strip(".,;:!?'\\"`*$").strip()
             ''',
         ),
         _p(
@@ -496,7 +498,8 @@ COMPARATORS: dict[str, Primitive] = {
                 (math-verify); the host provides it, it is not part of this program."""
                 raise NotImplementedError("provided by rewardsmith.synth.tools.MathComposedTool")
             ''',
-            cost=3,
+            # Costlier than any sandboxed composition of equal shape: it needs the host.
+            cost=4,
             host=True,
         ),
     )
@@ -639,7 +642,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     doc.append("")
     doc += textwrap.wrap(f"How: {c.describe()}.", 88)
     for note in info.notes:
-        doc += textwrap.wrap(note, 88)
+        doc += ["", *textwrap.wrap(note, 88)]
     parts = ['"""' + "\n".join(doc) + '\n"""']
     imports = _import_lines(prims)
     if imports:
@@ -688,7 +691,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         "        return 0.0\n"
         f"{ref_line}"
         f"    answer = {find}(completion[-MAX_COMPLETION_CHARS:])\n"
-        "    if answer is None or reference is None:\n"
+        f"    if answer is None{' or reference is None' if c.reference_extractor else ''}:\n"
         "        return 0.0\n"
         f"    return 1.0 if {compared} else 0.0"
     )

@@ -7,18 +7,19 @@ them:
 
 - `empty`: nothing at all;
 - `format_only`: the answer format with no content (`<answer></answer>`, "The answer is: ");
-- `reference_in_sentence`: the reference pasted into an unrelated sentence that then ends
-  on a wrong guess (a verifier that pays for the reference *anywhere* is caught; one that
-  reads the final answer is not);
+- `reference_in_sentence`: the reference pasted into an unrelated sentence, then a wrong
+  guess in the answer format (a verifier that pays for the reference *anywhere* is caught;
+  one that reads the final answer is not);
 - `many_candidates`: several candidate answers at once, the right one among wrong ones
-  (never last), one per line and joined with "or" inside the answer format;
+  (never last): each in the answer format, one per line; and joined with "or" inside one;
 - `padding`: blank and repeated lines around a wrong answer;
 - `very_long`: about 25,000 characters of filler before a wrong answer;
 - `grader_instruction`: a note telling the grader the answer is correct and to output 1.0,
   followed by a wrong answer.
 
-A probe's wrong answers come from other lines' answers that differ in content, else from a
-perturbation of the line's own answer.
+A probe's wrong answers come from other lines' answers that differ in content and neither
+contain the right answer nor are contained in it, else from a perturbation of the line's
+own answer.
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ class Probe:
 
 
 def _wrong_answers(answer: str, pool: Sequence[str], n: int) -> list[str]:
-    others = [w for w in dict.fromkeys(pool) if not same_content(w, answer)]
+    # A wrong answer that holds the right one as a part ("(3, pi/2)" for "3") would let a
+    # tool read the right one out of it: the probe would test the probe, not the tool.
+    others = [
+        w
+        for w in dict.fromkeys(pool)
+        if not same_content(w, answer) and answer not in w and w not in answer
+    ]
     extra = perturbations(answer)
     out = (others + extra)[:n]
     while out and len(out) < n:
@@ -99,9 +106,12 @@ def build_probes(
         add(
             "reference_in_sentence",
             f"Someone once wrote {answer} on a napkin, which has nothing to do with this. "
-            f"I could not work the problem out; my guess would be {w1}.",
+            f"I could not work the problem out, so this is only a guess:\n{wrong_styled}",
         )
-        add("many_candidates", f"It could be any of these:\n{w1}\n{answer}\n{w2}\n{w3}\n")
+        in_style = [
+            (next((s for s in styles if s.carries(w)), BARE)).render(w) for w in (w1, answer, w2)
+        ]
+        add("many_candidates", "It could be any of these:\n" + "\n".join(in_style))
         add("many_candidates", style.render(f"{w1} or {answer} or {w2}"))
         add(
             "padding",

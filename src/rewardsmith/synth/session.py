@@ -105,6 +105,11 @@ class SynthesisSession:
             reason = f"synthesis not possible: {exc}"
             self.library.log_event("synthesize", name, signature=sig, admitted=False, reason=reason)
             return reason
+        except Exception as exc:  # a synthesis bug must not take the scoring run down
+            log.exception("synthesis for signature %s failed", sig)
+            reason = f"synthesis failed: {type(exc).__name__}: {exc}"
+            self.library.log_event("synthesize", name, signature=sig, admitted=False, reason=reason)
+            return reason
         if isinstance(outcome, str):
             self.library.log_event(
                 "synthesize", name, signature=sig, admitted=False, reason=outcome

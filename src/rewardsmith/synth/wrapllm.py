@@ -219,9 +219,15 @@ def hub_models(task: str, limit: int = HUB_RESULTS) -> list[ModelCandidate]:
     """Search the Hub for text-classification reward models matching the task and download
     the best `limit` into the cache (network)."""
     try:
-        from huggingface_hub import HfApi, snapshot_download
+        from huggingface_hub import HfApi, constants, snapshot_download
     except ImportError as exc:
         raise ConfigError("--online needs huggingface_hub: pip install huggingface_hub") from exc
+    if constants.HF_HUB_OFFLINE:
+        raise ConfigError(
+            "--online: huggingface_hub is in offline mode in this process (HF_HUB_OFFLINE=1, "
+            "which rewardsmith also sets once it has loaded a local model); run the search "
+            "in a fresh process without HF_HUB_OFFLINE"
+        )
     api = HfApi()
     words = [w for w in task.lower().split() if len(w) > 3][:3]
     found = list(
@@ -346,7 +352,8 @@ def wrapllm(
     check_examples(examples)
     candidates = local_models(model_dirs)
     if online:
-        candidates += hub_models(task)
+        known = {m.path for m in candidates}
+        candidates += [m for m in hub_models(task) if m.path not in known]
     ranked = rank_models(task, candidates)
     fit, held = split_examples(examples)
     cases = response_cases(fit, examples)
