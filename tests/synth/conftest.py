@@ -6,16 +6,10 @@ import random
 from pathlib import Path
 
 import pytest
+from synth_helpers import TOPICS, topic_text
 from typer.testing import CliRunner
 
 from rewardsmith.cli.main import app
-
-TOPICS = ["apple", "river", "engine", "violin", "planet", "garden", "copper", "winter"]
-
-
-def topic_text(word: str, rng: random.Random, n: int = 40) -> str:
-    """A document about one word: the kind of text whose continuation an RBS model learns."""
-    return " ".join(rng.choice([word, word, word, "the", "a", "of"]) for _ in range(n))
 
 
 @pytest.fixture(scope="session")

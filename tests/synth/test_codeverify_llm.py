@@ -154,7 +154,7 @@ def test_llm_backend_end_to_end_against_llama_cpp_server(library: Library) -> No
             backend="llm",
             llm_client=client,
             max_attempts=2,
-            llm_max_tokens=200,
+            llm_max_tokens=128,
         )
     attempts = outcome.details["attempts"]
     assert 1 <= len(attempts) <= 2 and client.usage.calls == len(attempts)

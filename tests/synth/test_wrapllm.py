@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from synth_helpers import TOPICS, topic_text
 
-from conftest import TOPICS, topic_text
 from rewardsmith.library.store import Library
 from rewardsmith.rm.registry import ModelEntry, add_model
 from rewardsmith.synth.examples import Example
