@@ -102,12 +102,15 @@ def test_a_group_without_references_and_no_reward_model_stays_not_applicable(
     assert event.detail["admitted"] is False
 
 
-def test_too_few_samples_to_synthesize_is_a_reason_not_a_crash(library: Library) -> None:
-    rows = mixed_input()[-3:]  # three spell_backward samples
+def test_a_group_too_small_to_synthesize_waits_for_later_batches(library: Library) -> None:
+    rows = [r for r in mixed_input() if r["task"] == "rg_spell_backward"]
     scorer = Scorer(library=library, synthesize=True)
     try:
-        rewards = scorer.score(rows)
+        first = scorer.score(rows[:3])
+        later = scorer.score(rows[3:])
     finally:
         scorer.close()
-    assert [r.status for r in rewards] == ["not_applicable"] * 3
-    assert "synthesis not possible" in rewards[0].reason
+    assert [r.status for r in first] == ["not_applicable"] * 3
+    assert "synthesis not possible yet" in first[0].reason
+    # the three kept samples and the new ones are enough: the task gets its tool
+    assert all(r.status == "ok" and r.tool == "rg_spell_backward@1" for r in later)

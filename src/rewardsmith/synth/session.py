@@ -13,7 +13,9 @@ It carries the group's prompts as router exemplars and, when the samples name a 
 task's name, so a router built later (the next run) sends the task to it directly. Should a
 router still ask for synthesis of a signature (or task) that an admitted synthesized tool
 was built for, that tool is used again instead of writing another. A rejected group stays
-`not_applicable`, with the gate's reason, for the rest of the run.
+`not_applicable`, with the gate's reason, for the rest of the run. A group too small to synthesize from (fewer than 4
+distinct pairs) is `not_applicable` too, but its samples are kept and synthesis is tried
+again when later batches bring more of that signature.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)
 # hold out, few enough that synthesis takes seconds.
 MAX_GROUP_EXAMPLES = 48
 PROMPT_CHARS = 200
+# How a reason starts when a group is too small to synthesize from (yet).
+TOO_FEW = "synthesis not possible yet"
 _SLUG = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 Choice = tuple[RewardTool | None, Reward | None]
@@ -57,6 +61,8 @@ class SynthesisSession:
         self.gate_config = gate_config
         # signature -> the tool that scores it, or the reason it has none
         self.by_signature: dict[str, RewardTool | str] = {}
+        # signature -> samples of a group too small to synthesize from so far
+        self.pending: dict[str, list[Sample]] = {}
         self.outcomes: list[SynthOutcome] = []
 
     def resolve(
@@ -70,12 +76,17 @@ class SynthesisSession:
                 groups.setdefault(d.signature or "-", []).append(i)
         out: dict[int, Choice] = {}
         for sig, idx in groups.items():
-            if sig not in self.by_signature:
+            target = self.by_signature.get(sig)
+            if target is None:
                 decision = decisions[idx[0]]
                 assert decision is not None
-                samples = [batch[i] for i in idx]
-                self.by_signature[sig] = self._tool_for(sig, samples, decision)
-            target = self.by_signature[sig]
+                samples = self.pending.pop(sig, []) + [batch[i] for i in idx]
+                target = self._tool_for(sig, samples, decision)
+                if isinstance(target, str) and target.startswith(TOO_FEW):
+                    # Later batches may bring enough: keep these samples and try again then.
+                    self.pending[sig] = samples[-MAX_GROUP_EXAMPLES:]
+                else:
+                    self.by_signature[sig] = target
             for i in idx:
                 if isinstance(target, str):
                     out[i] = (None, Reward(None, "not_applicable", reason=target))
@@ -139,7 +150,7 @@ class SynthesisSession:
         examples = _examples(samples, lambda s: s.reference or "")
         if len({answer_of(e.reference) for e in examples}) < 2 or len(examples) < MIN_EXAMPLES:
             return (
-                f"synthesis not possible yet: {len(examples)} distinct (prompt, reference) "
+                f"{TOO_FEW}: {len(examples)} distinct (prompt, reference) "
                 f"pairs, at least {MIN_EXAMPLES} with two different answers needed"
             )
         return codeverify(
@@ -159,7 +170,7 @@ class SynthesisSession:
         examples = _examples(samples, lambda s: s.completion or "")
         if len(examples) < MIN_EXAMPLES:
             return (
-                f"synthesis not possible yet: {len(examples)} distinct (prompt, completion) "
+                f"{TOO_FEW}: {len(examples)} distinct (prompt, completion) "
                 f"pairs, at least {MIN_EXAMPLES} needed to calibrate a reward model"
             )
         description = f"Judge responses to prompts like: {examples[0].prompt[:PROMPT_CHARS]}"
