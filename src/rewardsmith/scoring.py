@@ -5,8 +5,8 @@ The tool for a sample is `task_map[sample.task]` when the map names its task, el
 With neither a tool nor a task map, the router picks the tool(s) for each sample (see
 `rewardsmith.router`); a sample the router sends to "synthesize" is `not_applicable` with
 the router's reason, unless the scorer synthesizes (`synthesize=True`: a gated new tool
-scores it, see `rewardsmith.synth.session`). With a task map, a sample whose task the map does not name gets no
-tool and is `not_applicable`. A router decision that names several weighted tools is scored by
+scores it, see `rewardsmith.synth.session`). With a task map, a sample whose task the map
+does not name gets no tool and is `not_applicable`. A router decision that names several weighted tools is scored by
 a composite of them (`rewardsmith.combine`'s rule). A tool that raises or returns the wrong
 number of rewards is a bug in that tool: its samples get status `error`; the rest of the
 batch is unaffected.
