@@ -73,6 +73,13 @@ def score(
         ),
     ] = "embedded",
     ray: RayOption = None,
+    synthesize: Annotated[
+        bool,
+        typer.Option(
+            "--synthesize",
+            help="Samples the router sends to 'synthesize' get a synthesized, gated tool.",
+        ),
+    ] = False,
 ) -> None:
     """Score every line of INPUT with a tool, a tool per task, or (with neither) the tool(s)
     the router picks, and write OUTPUT."""
@@ -85,7 +92,7 @@ def score(
         lib: Library = RayLibrary(library)
     else:
         lib = open_library(library)
-    scorer = Scorer(tool, mapping, lib, router=router)
+    scorer = Scorer(tool, mapping, lib, router=router, synthesize=synthesize)
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
         with atomic_output(output) as handle, progress_bar(console, quiet) as progress:
