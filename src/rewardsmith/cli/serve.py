@@ -73,7 +73,7 @@ def serve(
         bool,
         typer.Option(
             "--synthesize",
-            help="Let the router's 'synthesize' decisions build new tools (needs rewardsmith.synth).",
+            help="The router's 'synthesize' decisions build gated new tools (raise --deadline: synthesis runs inside a request).",
         ),
     ] = False,
     ray: RayOption = None,
@@ -113,8 +113,6 @@ def serve(
         import uvicorn
     except ImportError as exc:
         raise MissingDependencyError("uvicorn", "server") from exc
-    if synthesize:
-        _check_synthesis()
     config = ServerConfig(
         host=host,
         port=port,
@@ -174,15 +172,6 @@ def expand_ray_flag(argv: Sequence[str]) -> list[str]:
             out.insert(i + 1, LOCAL_RAY)
             break
     return out
-
-
-def _check_synthesis() -> None:
-    # Synthesis (rewardsmith.synth: CodeVerify, WrapLLM) is not part of this build yet;
-    # refusing is better than silently serving `not_applicable` for what was asked.
-    raise ConfigError(
-        "--synthesize: tool synthesis is not available in this build; serve without it (the "
-        "router's 'synthesize' decisions are then not_applicable with the router's reason)"
-    )
 
 
 __all__ = ["LOCAL_RAY", "RayOption", "expand_ray_flag", "serve"]

@@ -93,6 +93,7 @@ class ScoringEngine:
             tool=config.tool,
             task_map=tuple(sorted(config.task_map.items())),
             router=config.router,
+            synthesize=config.synthesize,
             ray_address=config.ray_address or "",
             max_batch=config.max_batch,
             ray_env=tuple((k, v) for k, v in os.environ.items() if k.startswith("RAY_"))

@@ -69,6 +69,8 @@ class ScorerSpec:
     tool: str | None = None
     task_map: TaskMap = ()
     router: str = "embedded"
+    #: The router's "synthesize" decisions build gated tools (`Scorer(synthesize=True)`).
+    synthesize: bool = False
     #: Address of the Ray cluster whose actors run sandboxes and reward models ("" = none).
     ray_address: str = ""
     #: The server's RAY_* environment (auth mode...): workers come from a forkserver started
@@ -124,7 +126,13 @@ class _Scorers:
             key = (tool, task_map or ())
         scorer = self._scorers.get(key)
         if scorer is None:
-            scorer = Scorer(key[0], dict(key[1]), self.library, router=self.spec.router)
+            scorer = Scorer(
+                key[0],
+                dict(key[1]),
+                self.library,
+                router=self.spec.router,
+                synthesize=self.spec.synthesize,
+            )
             self._scorers[key] = scorer
             while len(self._scorers) > MAX_SCORERS_PER_WORKER:
                 _, old = self._scorers.popitem(last=False)
