@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from rewardsmith.errors import ConfigError, LLMError
@@ -33,7 +34,8 @@ from rewardsmith.library.store import Library
 from rewardsmith.llm.client import LLMClient, TokenUsage
 from rewardsmith.router.decision import SYNTH_KINDS, Decision, ToolWeight, synthesize
 from rewardsmith.router.embedded import EmbeddedBackend, synth_kind
-from rewardsmith.router.features import SampleFeatures, can_grade, markers
+from rewardsmith.router.evidence import GroupEvidence
+from rewardsmith.router.features import SampleFeatures, can_grade
 from rewardsmith.types import Sample
 
 log = logging.getLogger(__name__)
@@ -159,37 +161,38 @@ class LLMBackend:
         return result.text, tokens
 
     def decide(
-        self, sample: Sample, f: SampleFeatures, vector: Any, signature: str = ""
+        self, sample: Sample, ev: GroupEvidence, embedded: Decision, signature: str = ""
     ) -> Decision:
-        """The LLM's decision for one signature's representative sample, or the embedded
-        backend's when the LLM cannot give a usable one."""
+        """The LLM's decision for one signature's representative sample (`ev` its group's
+        evidence, `embedded` the embedded backend's decision, which calibrates the LLM's
+        choice and stands in when the LLM cannot give a usable one)."""
+        f = ev.features
+        embedded = replace(embedded, signature=signature)
         tools = self.compatible(f)
         if self.down or not tools:  # no tool reads this reference: nothing to ask
-            return self._fallback(sample, f, vector, signature, "")
+            return embedded
         try:
             text, tokens = self._ask(self.messages(sample, f), tools)
         except LLMError as exc:
             if "cannot reach" in str(exc):
                 self.down = True
             log.warning("router: LLM backend failed (%s); using the embedded backend", exc)
-            return self._fallback(sample, f, vector, signature, f"LLM failed: {exc}")
+            return _fallback(embedded, f"LLM failed: {exc}")
         try:
-            embedded = self._fallback(sample, f, vector, signature, "")
-            return self._parse(text, f, tokens, signature, embedded.scores)
+            return self._parse(text, ev, tokens, signature, embedded.scores)
         except ValueError as exc:
             log.warning("router: malformed LLM decision (%s); using the embedded backend", exc)
-            return self._fallback(
-                sample, f, vector, signature, f"malformed LLM answer: {exc}", tokens
-            )
+            return _fallback(embedded, f"malformed LLM answer: {exc}", tokens)
 
     def _parse(
         self,
         text: str,
-        f: SampleFeatures,
+        ev: GroupEvidence,
         tokens: dict[str, int],
         signature: str,
-        calibrated: Mapping[str, float],
+        raw: Mapping[str, float],
     ) -> Decision:
+        f = ev.features
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -224,7 +227,7 @@ class LLMBackend:
             raise ValueError(f"{name} cannot read a {f.ref_format.replace('_', ' ')} reference")
         # A model's own confidence is not calibrated (small ones say 0 or 1): the decision's
         # confidence is the embedded model's calibrated probability of the LLM's choice.
-        p = float(calibrated.get(str(name), 0.0))
+        p = self.fallback.tool_confidence(str(name), float(raw.get(str(name), 0.0)), ev)
         if p < self.fallback.state.threshold:
             why = (
                 f"LLM picked {name} (its confidence {confidence:.2f}) but the calibrated "
@@ -243,32 +246,12 @@ class LLMBackend:
             tokens=tokens,
         )
 
-    def _fallback(
-        self,
-        sample: Sample,
-        f: SampleFeatures,
-        vector: Any,
-        signature: str,
-        why: str,
-        tokens: dict[str, int] | None = None,
-    ) -> Decision:
-        ref_markers = markers(sample.reference[-500:]) if sample.reference else frozenset()
-        d = self.fallback.decide(f, vector, sample.task, ref_markers, signature=signature)
-        if not why:
-            return d
-        note = f"fallback ({why[:120]})"
-        return Decision(
-            d.action,
-            d.confidence,
-            d.backend,
-            d.tools,
-            d.kind,
-            f"{d.why}; {note}" if d.why else note,
-            d.signature,
-            d.scores,
-            tokens or {},
-        )
-
     def close(self) -> None:
         if self.client is not None and self.usage.calls:
             log.info("router: LLM usage %s", self.usage.to_dict())
+
+
+def _fallback(d: Decision, why: str, tokens: dict[str, int] | None = None) -> Decision:
+    """The embedded decision, with why the LLM's was not used."""
+    note = f"fallback ({why[:120]})"
+    return replace(d, why=f"{d.why}; {note}" if d.why else note, tokens=tokens or {})
