@@ -6,8 +6,12 @@ isotonic regression (pool-adjacent-violators, Ayer et al. 1955; the standard rec
 of Zadrozny & Elkan 2002) fitted on *out-of-fold* predictions: `route fit` fits the logit
 on k-1 folds, predicts the held-out fold, and calibrates on those predictions, so the map
 never sees a prediction made on the sample's own training data. Tool decisions and
-"synthesize" decisions get one map each (their errors differ). Each pooled block's rate is
-Laplace-smoothed ((right + 1) / (n + 2)), so no block of finite evidence claims 1.0.
+"synthesize" decisions get one map each (their errors differ), and each reference format
+with enough fitting samples gets its own pair (a number reference leaves two tools that read
+it, a reasoning-gym entry one: the same logit probability means different odds). Each
+pooled block's rate is replaced by its Wilson lower bound (one standard error): a block of
+few samples does not claim its observed rate, and none claims 1.0. The maps therefore err
+toward less confidence, which is the side a confident mistake is on.
 
 `reliability(...)` is the table the bench prints: per confidence bin, how many decisions
 and how many were right.
@@ -16,13 +20,19 @@ and how many were right.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Points = tuple[tuple[float, float], ...]
 # Breakpoints kept per map (the map is piecewise linear between them).
 MAX_POINTS = 24
+# z of the Wilson lower bound each isotonic block's rate is replaced with (one standard
+# error): where few fitting samples back a confidence, the map gives less of it.
+WILSON_Z = 1.0
+# Fitting samples a reference format needs for maps of its own.
+MIN_FORMAT_SAMPLES = 100
 # Confidence bins of the reliability table (lower edges; the last bin ends at 1.0).
 RELIABILITY_EDGES = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
@@ -31,7 +41,7 @@ def isotonic(x: Sequence[float], y: Sequence[float]) -> Points:
     """Isotonic (non-decreasing) fit of 0/1 outcomes `y` on scores `x`, as breakpoints.
 
     Pool-adjacent-violators over the samples sorted by score; every pooled block gives two
-    breakpoints (its lowest and highest score) at its Laplace-smoothed rate."""
+    breakpoints (its lowest and highest score) at its rate's Wilson lower bound."""
     if len(x) != len(y):
         raise ValueError(f"{len(x)} scores but {len(y)} outcomes")
     if not x:
@@ -52,11 +62,22 @@ def isotonic(x: Sequence[float], y: Sequence[float]) -> Points:
     points: list[tuple[float, float]] = []
     level = 0.0
     for s, n, lo, hi in blocks:
-        level = max(level, (s + 1.0) / (n + 2.0))  # smoothing can break monotony: restore it
+        level = max(level, wilson_lower(s, n))  # the bound can break monotony: restore it
         points.append((lo, level))
         if hi > lo:
             points.append((hi, level))
     return _thin(points)
+
+
+def wilson_lower(right: float, n: float, z: float = WILSON_Z) -> float:
+    """The Wilson score interval's lower end for `right` successes in `n` trials (Wilson
+    1927): a rate seen on few samples is not taken at face value."""
+    if n <= 0:
+        return 0.0
+    p = right / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - spread) / (1 + z * z / n))
 
 
 def _thin(points: list[tuple[float, float]]) -> Points:
@@ -86,18 +107,37 @@ def apply(points: Points, p: float) -> float:
 @dataclass(frozen=True)
 class Calibration:
     """Maps from the logit's top probability to P(right), for tool and synthesize
-    decisions (empty maps: the identity)."""
+    decisions, overall and per reference format (`by_format["tool:number"]`); empty maps
+    are the identity."""
 
     tool: Points = ()
     synthesize: Points = ()
+    by_format: Mapping[str, Points] = field(default_factory=dict)
+    # P("synthesize" is right | the best tool was deferred), by the tool's doubt (1 - its
+    # calibrated confidence): a deferral is mostly an unsure in-library sample, not a sure
+    # out-of-library one.
+    deferred: Points = ()
 
-    def __call__(self, p: float, action: str) -> float:
-        return apply(self.tool if action == "tool" else self.synthesize, p)
+    def __call__(self, p: float, action: str, fmt: str | None = None) -> float:
+        kind = "tool" if action == "tool" else "synthesize"
+        points = self.by_format.get(f"{kind}:{fmt}") if fmt else None
+        if points is None:
+            points = self.tool if kind == "tool" else self.synthesize
+        return apply(points, p)
+
+    def deferral(self, tool_confidence: float) -> float:
+        """The confidence of a "synthesize" decision made because the best tool's calibrated
+        confidence was under the threshold (without a fitted map: 1 - that confidence)."""
+        if not self.deferred:
+            return 1.0 - tool_confidence
+        return apply(self.deferred, 1.0 - tool_confidence)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "tool": [list(t) for t in self.tool],
             "synthesize": [list(t) for t in self.synthesize],
+            "by_format": {k: [list(t) for t in v] for k, v in sorted(self.by_format.items())},
+            "deferred": [list(t) for t in self.deferred],
         }
 
     @classmethod
@@ -105,24 +145,44 @@ class Calibration:
         if not data:
             return cls()
 
-        def points(key: str) -> Points:
-            return tuple((float(a), float(b)) for a, b in data.get(key, ()))
+        def points(raw: Any) -> Points:
+            return tuple((float(a), float(b)) for a, b in raw or ())
 
-        return cls(points("tool"), points("synthesize"))
+        by_format = {str(k): points(v) for k, v in dict(data.get("by_format") or {}).items()}
+        return cls(
+            points(data.get("tool")),
+            points(data.get("synthesize")),
+            by_format,
+            points(data.get("deferred")),
+        )
 
     @classmethod
     def fit(
-        cls, raw: Sequence[float], actions: Sequence[str], right: Sequence[bool]
+        cls,
+        raw: Sequence[float],
+        actions: Sequence[str],
+        right: Sequence[bool],
+        formats: Sequence[str] | None = None,
     ) -> Calibration:
-        """Fit both maps on out-of-fold top probabilities, decision kinds and outcomes."""
+        """Fit the maps on out-of-fold top probabilities, decision kinds, outcomes and
+        (optionally) the samples' reference formats."""
+        fmts = list(formats) if formats is not None else [""] * len(raw)
+        rows = list(zip(raw, actions, right, fmts, strict=True))
 
-        def part(kind: str) -> Points:
-            pairs = [
-                (p, float(r)) for p, a, r in zip(raw, actions, right, strict=True) if a == kind
-            ]
+        def part(kind: str, fmt: str | None = None) -> Points:
+            pairs = [(p, float(r)) for p, a, r, f in rows if a == kind and fmt in (None, f)]
             return isotonic([p for p, _ in pairs], [r for _, r in pairs])
 
-        return cls(part("tool"), part("synthesize"))
+        by_format: dict[str, Points] = {}
+        for kind in ("tool", "synthesize"):
+            counts: dict[str, int] = {}
+            for _, a, _, f in rows:
+                if a == kind and f:
+                    counts[f] = counts.get(f, 0) + 1
+            for f, n in sorted(counts.items()):
+                if n >= MIN_FORMAT_SAMPLES:
+                    by_format[f"{kind}:{f}"] = part(kind, f)
+        return cls(part("tool"), part("synthesize"), by_format)
 
 
 @dataclass

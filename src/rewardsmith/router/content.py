@@ -14,8 +14,11 @@
 - `rg_entry_readable(reference)`: does reasoning-gym's own reference parser accept it (an
   entry with `metadata.source_dataset` naming a registered dataset and a string answer)?
   `{"answer": "Paris"}` is JSON but no dataset entry.
-- `math_notation(text)`: how much of a prompt is mathematical notation (equations,
-  exponents, functions, LaTeX, math symbols) rather than narrative.
+- `math_notation(text)`: how much of a prompt is mathematics (equations, exponents,
+  functions, LaTeX, symbols; integers, primes, polynomials, triangles) rather than an
+  everyday narrative with quantities.
+- `word_problem(text)`: how much of a prompt is an everyday story with quantities (money,
+  time, things bought and shared, people's names): the grade-school word problem.
 - `completion_fit(fmt, completion, ...)`: does a completion answer the way the tools of a
   reference format expect (a final number, a math expression, an option letter, text in the
   reference's language)? It is averaged over a prompt's completions (see router.py), so one
@@ -47,8 +50,13 @@ from typing import Any
 LANGUAGE_CHARS = 1_500
 # Below this many letters a text's language is not decided (py3langid guesses on "Paris").
 MIN_LANGUAGE_LETTERS = 15
-# A detection counts when the detector gives its language at least this probability.
+# The probability given to a text read as English by its function words.
 MIN_LANGUAGE_PROB = 0.6
+# A prompt segment counts as a passage in a language other than English at this detector
+# probability (real sentences get 0.95-1.0; ciphertext and scrambled words much less).
+PASSAGE_PROB = 0.8
+# A reference whose language is undecided is "not in language L" under this probability.
+NOT_LANGUAGE = 0.02
 # A translation's length is about its source's: within these ratios (in `text_units`)
 # the length fits fully, and the fit falls to 0 at half/double of them.
 TRANSLATION_RATIO = (0.45, 2.4)
@@ -62,6 +70,8 @@ LANGUAGES: tuple[str, ...] = (
 # Languages py3langid mixes up on a sentence: a pair within a group is "the same language"
 # here (translating between them is rare; misreading a same-language answer is not).
 _LANGUAGE_GROUP: Mapping[str, str] = {
+    "fa": "ar",
+    "ur": "ar",
     "sk": "cs",
     "sr": "hr",
     "sl": "hr",
@@ -115,8 +125,36 @@ _MATH = re.compile(
     r"|(?<![\w.])\d+[a-z]\b(?!['’])"
     r"|\\[a-zA-Z]+"
     r"|[√π∑∏∫≤≥≠∞±·×÷°]"
-    r"|\b(?:sqrt|log|sin|cos|tan|mod|gcd|lcm)\b"
+    r"|[\d)]\s*[*/]\s*[\d(a-z]|\)\s*[-+]\s*[\w(]"
+    r"|\b(?:sqrt|log|ln|sin|cos|tan|mod|gcd|lcm|pi)\b"
 )
+# Objects of mathematics rather than of everyday life: a word problem about apples and
+# money uses none of them, a competition problem several.
+_MATH_WORDS = re.compile(
+    r"\b(?:integers?|primes?|divisors?|divisible|polynomials?|digits?|remainders?|probability|"
+    r"triangles?|circles?|radius|diameter|circumference|hypotenuse|equations?|functions?|"
+    r"sequence|real numbers?|coordinates?|vertices|vertex|angles?|matrix|matrices|vectors?|"
+    r"logarithms?|parabola|hyperbola|ellipse|quadratic|exponents?|modulo|congruent|"
+    r"inequalit(?:y|ies)|slope|intercept|simplify|simplest|evaluate|expression|"
+    r"common fraction|radical|factorial|permutations?|combinations?|geometric|arithmetic "
+    r"(?:sequence|series|mean)|roots?|solutions?|domain|asymptotes?|trapezoid|"
+    r"parallelogram|rectangle|squares?|cubes?|spheres?|cylinders?|cones?|ordered pairs?|"
+    r"how many (?:different |distinct )?ways|arrangements?|distinct|consecutive|multiples?|"
+    r"(?:inversely|directly) proportional|units digit|in base \d+)\b",
+    re.IGNORECASE,
+)
+# Quantities of everyday life (money, time, distance, things people buy and count) and the
+# verbs of buying, selling and sharing: the stuff of grade-school word problems.
+_EVERYDAY = re.compile(
+    r"\$\s?\d|\b\d[\d,.]*\s*(?:dollars?|cents?|hours?|minutes?|seconds?|days?|weeks?|months?|"
+    r"years?|miles?|km|kilometers?|meters?|feet|foot|inches|pounds?|kg|kilograms?|grams?|"
+    r"liters?|gallons?|cups?|pieces?|pages?|people|students?|apples?|boxes|bags?|cookies|"
+    r"eggs|books?|cars?|times)\b|\b(?:each|per|total|altogether|left|spent|earns?|pays?|"
+    r"bought|sold|buys?|sells?|costs?|saves?|profit|price|money|weekly|daily|monthly)\b",
+    re.IGNORECASE,
+)
+# A capitalized word after a lower-case word or comma: mostly people's names in a story.
+_NAME = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b")
 _NUMBER_END = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?\s*(?:%|[a-zA-Z]{1,10})?\W{0,3}\s*\Z")
 _ANSWER_NUMBER = re.compile(r"(?i:answer|result|total)\D{0,20}[-+]?\$?\d")
 _MATH_ANSWER = re.compile(r"\\boxed|\$[^$\n]+\$|\\\(|\\frac|\\sqrt|(?i:answer\s*(?:is|:))\s*\S")
@@ -218,15 +256,59 @@ def text_units(text: str) -> float:
     return letters(text) + 2 * cjk + hangul
 
 
+# Scripts used by one language here: a short text in them needs no statistics.
+_SCRIPTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"[\uac00-\ud7af\u1100-\u11ff]"), "ko"),
+    (re.compile(r"[\u3040-\u30ff]"), "ja"),  # kana: Japanese even among Han characters
+    (re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]"), "zh"),
+    (re.compile(r"[\u0e00-\u0e7f]"), "th"),
+    (re.compile(r"[\u0370-\u03ff]"), "el"),
+    (re.compile(r"[\u0590-\u05ff]"), "he"),
+    (re.compile(r"[\u0900-\u097f]"), "hi"),
+)
+# English function words that other Latin-script languages do not use as words: py3langid
+# gives short English texts low probabilities (English shares its n-grams with everyone).
+_ENGLISH_WORDS = frozenset((
+    "the", "of", "and", "to", "is", "are", "was", "were", "for", "with", "this", "that",
+    "these", "those", "from", "be", "been", "not", "cannot", "can", "will", "would",
+    "should", "could", "please", "you", "your", "it", "its", "have", "has", "had", "what",
+    "how", "which", "there", "their", "they", "we", "our", "my", "me", "at", "as", "or",
+    "if", "into", "about", "than", "then", "when", "where", "who", "why", "does", "did", "do",
+))  # fmt: skip
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+@lru_cache(maxsize=16_384)
+def rank_languages(text: str) -> tuple[tuple[str, float], ...]:
+    """py3langid's probability of every language in `LANGUAGES`, best first."""
+    return tuple((str(k), float(v)) for k, v in _Detector.get().rank(text[:LANGUAGE_CHARS]))
+
+
 @lru_cache(maxsize=16_384)
 def detect_language(text: str) -> tuple[str, float]:
-    """(ISO 639-1 code, probability), or ("", 0.0) when the text is too short to tell."""
+    """(ISO 639-1 code, probability), or ("", probability) when the text is too short or
+    too ambiguous to tell. A text mostly in a script of one language is that language; a
+    Latin-script text needs py3langid's top language at twice the runner-up's probability
+    (and at least 0.25), or two English function words making a fifth of its words."""
     text = text[:LANGUAGE_CHARS]
     n = letters(text)
-    if n < MIN_LANGUAGE_LETTERS and not (_CJK.search(text) and n >= 4):
+    if n == 0:
         return "", 0.0
-    lang, prob = _Detector.get().classify(text)
-    return str(lang), float(prob)
+    for rx, lang in _SCRIPTS:
+        hits = len(rx.findall(text))
+        if hits >= 2 and (hits >= 0.3 * n or (lang == "ja" and hits >= 0.1 * n)):
+            return lang, 1.0
+    if n < MIN_LANGUAGE_LETTERS:
+        return "", 0.0
+    ranked = rank_languages(text)
+    (top, p1), (_, p2) = ranked[0], ranked[1]
+    words = [w.lower() for w in _WORD.findall(text)]
+    english = {w for w in words if w in _ENGLISH_WORDS}
+    if len(english) >= 2 and sum(w in _ENGLISH_WORDS for w in words) >= 0.2 * len(words):
+        return "en", max(float(p1) if top == "en" else 0.0, MIN_LANGUAGE_PROB)
+    if p1 >= 0.25 and p1 >= 2 * p2:
+        return str(top), float(p1)
+    return "", float(p1)
 
 
 def same_language(a: str, b: str) -> bool:
@@ -271,11 +353,13 @@ def length_fit(ratio: float) -> float:
 
 
 def prompt_languages(prompt: str) -> dict[str, float]:
-    """Text units of the prompt per detected language (undecided segments left out)."""
+    """Text units of the prompt per language, from the segments whose language is clear:
+    English by the detector's rule, any other language at `PASSAGE_PROB` (ciphertext and
+    scrambled words get low probabilities everywhere and are left out)."""
     units: dict[str, float] = {}
     for seg in segments(prompt[: 2 * LANGUAGE_CHARS]):
         lang, prob = detect_language(seg)
-        if lang and prob >= MIN_LANGUAGE_PROB:
+        if lang and (lang == "en" or prob >= PASSAGE_PROB):
             units[lang] = units.get(lang, 0.0) + text_units(seg)
     return units
 
@@ -288,11 +372,22 @@ def prompt_language(prompt: str) -> str:
 
 def language_evidence(prompt: str, reference: str) -> LanguageEvidence:
     """See `LanguageEvidence`."""
-    ref_lang, ref_prob = detect_language(reference)
+    ref_lang, _ = detect_language(reference)
     units = prompt_languages(prompt)
     main = max(sorted(units), key=lambda k: units[k]) if units else ""
-    if not ref_lang or ref_prob < MIN_LANGUAGE_PROB:
-        return LanguageEvidence(prompt=main)
+    if not ref_lang:
+        # Too short or ambiguous to name, but clearly *not* in the passage's language (a
+        # Turkish passage, a reference the detector gives under 2% Turkish): the passage
+        # is still in another language than the reference.
+        if letters(reference) < MIN_LANGUAGE_LETTERS:
+            return LanguageEvidence(prompt=main)
+        probs = dict(rank_languages(reference))
+        other = sum(
+            u for lang, u in units.items() if lang != "en" and probs.get(lang, 0.0) < NOT_LANGUAGE
+        )
+        ratio = other / max(text_units(reference), 1.0)
+        cross = length_fit(ratio) if other > 0 else 0.0
+        return LanguageEvidence("", main, other, ratio, cross, False)
     other = sum(u for lang, u in units.items() if not same_language(lang, ref_lang))
     ratio = other / max(text_units(reference), 1.0)
     cross = length_fit(ratio) if other > 0 else 0.0
@@ -327,8 +422,18 @@ def rg_entry_readable(reference: str) -> bool:
 
 
 def math_notation(text: str) -> float:
-    """0..1: mathematical notation in the text (three or more spots count fully)."""
-    return min(1.0, len(_MATH.findall(text[:3000])) / 3.0)
+    """0..1: mathematics in the text, as notation (equations, exponents, functions, LaTeX,
+    symbols) or as its objects (integers, primes, polynomials, triangles...): three or more
+    spots count fully."""
+    text = text[:3000]
+    return min(1.0, (len(_MATH.findall(text)) + len(_MATH_WORDS.findall(text))) / 3.0)
+
+
+def word_problem(text: str) -> float:
+    """0..1: an everyday story with quantities (money, time, things bought and shared,
+    people's names): four or more spots count fully."""
+    text = text[:3000]
+    return min(1.0, (len(_EVERYDAY.findall(text)) + len(_NAME.findall(text))) / 4.0)
 
 
 def completion_fit(
@@ -352,8 +457,8 @@ def completion_fit(
     if fmt == "unit_tests":
         return 1.0 if _CODE.search(completion[:4000]) else 0.0
     if fmt == "free_text" and reference_language:
-        lang, prob = detect_language(completion[:LANGUAGE_CHARS])
-        if not lang or prob < MIN_LANGUAGE_PROB or not same_language(lang, reference_language):
+        lang, _ = detect_language(completion[:LANGUAGE_CHARS])
+        if not lang or not same_language(lang, reference_language):
             return 0.0
         if source_units <= 0:
             return 0.5

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.router.calibration import Calibration
 from rewardsmith.router.decision import Backend, Decision, SynthKind, ToolWeight, synthesize
+from rewardsmith.router.defaults import load_defaults
 from rewardsmith.router.evidence import GroupEvidence
 from rewardsmith.router.features import (
     NON_LATIN_LIMIT,
@@ -46,6 +47,7 @@ from rewardsmith.router.features import (
     spec_markers,
 )
 from rewardsmith.router.logit import (
+    CONTENT_FEATURES,
     DEFAULT_WEIGHTS,
     FEATURES,
     INDEX,
@@ -193,8 +195,8 @@ class Candidate:
 
 
 # Isotonic maps from the logit's top probability to P(right), fitted out-of-fold with the
-# default weights (`rewardsmith bench routing --fit`; see calibration.py).
-DEFAULT_CALIBRATION = Calibration()
+# default weights (bench/fit_router_defaults.py; see calibration.py).
+DEFAULT_CALIBRATION = Calibration.from_dict(load_defaults().get("calibration"))
 # The most confidence a tool decision gets when its kind of task needs content evidence and
 # the group shows none (see the module docstring): under the bench's "confident" 0.9.
 UNSUPPORTED_CAP = 0.75
@@ -267,6 +269,9 @@ class EmbeddedBackend:
         self.state = state or RouterState()
         self.embedder = embedder
         self.name: Backend = "embedded" if embedder is not None else "rules"
+        #: False: ignore content evidence (format, markers and embeddings only): the bench's
+        #: "markers" baseline, the router as it decided before it read content.
+        self.use_content = True
         self.candidates = [
             Candidate(
                 spec=s,
@@ -342,6 +347,10 @@ class EmbeddedBackend:
         if vector is not None and self._synth_vectors is not None:
             synth_sim = float((self._synth_vectors @ vector).max())
         alts[SYNTHESIZE] = synth_row(ev, synth_sim, best_sim)
+        if not self.use_content:
+            for row in alts.values():
+                for name in CONTENT_FEATURES:
+                    row[INDEX[name]] = 0.0
         return alts
 
     def decide(
@@ -363,7 +372,10 @@ class EmbeddedBackend:
         backend = self.name
         cands = {c.spec.name: c for c in self.candidates}
         tools = [n for n in names if n != SYNTHESIZE]
-        crosslingual = ev.content.language.crosslingual >= 0.5
+        if self.use_content:
+            crosslingual = ev.content.language.crosslingual >= 0.5
+        else:
+            crosslingual = "translate" in f.prompt_markers
         unreadable = f.empty_prompt or (f.non_latin > NON_LATIN_LIMIT and not crosslingual)
         if unreadable and f.ref_format not in DECISIVE_FORMATS:
             # Nothing (or nothing the English-only embedding can read) says what the task is.
@@ -378,7 +390,7 @@ class EmbeddedBackend:
         calibrate = self.state.calibration
         if p_synth >= p_best:
             why = _synth_reason(ev, best, p_best)
-            conf = calibrate(p_synth, SYNTHESIZE)
+            conf = calibrate(p_synth, SYNTHESIZE, f.ref_format)
             return synthesize(kind, why, conf, backend, signature=signature, scores=scores)
         primary = cands[best]
         conf = self.tool_confidence(best, p_best, ev)
@@ -387,8 +399,10 @@ class EmbeddedBackend:
                 f"best tool {best} has confidence {conf:.2f} < threshold "
                 f"{self.state.threshold:.2f}"
                 + ("" if supported(primary, ev) else f" ({_unsupported_reason(primary)})")
+                * self.use_content
             )
-            return synthesize(kind, why, 1.0 - conf, backend, signature=signature, scores=scores)
+            deferred = self.state.calibration.deferral(conf)
+            return synthesize(kind, why, deferred, backend, signature=signature, scores=scores)
         chosen = [ToolWeight(primary.spec.ref, 1.0)]
         fmt_tool = self._format_companion(primary, alts, f)
         if fmt_tool is not None:
@@ -401,9 +415,9 @@ class EmbeddedBackend:
     def tool_confidence(self, name: str, p_raw: float, ev: GroupEvidence) -> float:
         """The calibrated probability that tool `name` is right, from the logit's `p_raw`,
         capped when the group lacks the content evidence the tool needs."""
-        conf = self.state.calibration(p_raw, "tool")
+        conf = self.state.calibration(p_raw, "tool", ev.features.ref_format)
         c = next((c for c in self.candidates if c.spec.name == name), None)
-        if c is not None and not supported(c, ev):
+        if c is not None and self.use_content and not supported(c, ev):
             conf = min(conf, UNSUPPORTED_CAP)
         return conf
 

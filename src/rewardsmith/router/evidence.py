@@ -22,6 +22,7 @@ from rewardsmith.router.content import (
     language_evidence,
     math_notation,
     prompt_language,
+    word_problem,
 )
 from rewardsmith.router.features import (
     MAX_FEATURE_CHARS,
@@ -51,7 +52,8 @@ class PromptContent:
     """Evidence from a group's prompt and reference (see content.py)."""
 
     language: LanguageEvidence = field(default_factory=LanguageEvidence)
-    math: float = 0.0  # mathematical notation in the prompt, 0..1
+    math: float = 0.0  # mathematics in the prompt, 0..1
+    word_problem: float = 0.0  # an everyday story with quantities, 0..1
     foreign: bool = False  # the prompt's main language is not English (MiniLM reads English)
 
 
@@ -102,7 +104,12 @@ def prompt_content(text: str, reference: str | None, f: SampleFeatures) -> Promp
         language = LanguageEvidence()
         main = prompt_language(clipped) if f.non_latin <= NON_LATIN_LIMIT else ""
     foreign = f.non_latin > NON_LATIN_LIMIT or (bool(main) and main != "en")
-    return PromptContent(language=language, math=math_notation(clipped), foreign=foreign)
+    return PromptContent(
+        language=language,
+        math=math_notation(clipped),
+        word_problem=word_problem(clipped),
+        foreign=foreign,
+    )
 
 
 def group_evidence(

@@ -234,7 +234,12 @@ class LLMBackend:
                 f"probability is {p:.2f} < threshold"
             )
             return synthesize(
-                synth_kind(f), why, 1.0 - p, "llm", signature=signature, tokens=tokens
+                synth_kind(f),
+                why,
+                self.fallback.state.calibration.deferral(p),
+                "llm",
+                signature=signature,
+                tokens=tokens,
             )
         return Decision(
             "tool",

@@ -8,7 +8,7 @@ description names, the `task` field, and *content* evidence for the tool's kind 
 for translation tools, a passage in another language than the reference's, of about its
 length (and, against, a reference in the prompt's own language); for choice tools, a
 reference naming one of the options the prompt lists; for math-verify tools, mathematical
-notation in the prompt; for every tool, whether the completions answer in the form it
+notation in the prompt; for number tools, an everyday story with quantities; for every tool, whether the completions answer in the form it
 grades. The synthesize row reads what says "no library tool": similarity to
 out-of-library exemplars, a dialogue, no or free-text reference, a prompt not in English,
 a free-text reference in the prompt's own language, and (negatively) the best tool
@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from rewardsmith.router.defaults import load_defaults
 from rewardsmith.router.evidence import GroupEvidence
 from rewardsmith.router.features import NON_LATIN_LIMIT, RefFormat, can_grade
 
@@ -38,7 +39,8 @@ FEATURES: tuple[str, ...] = (
     "crosslingual",  # translation tools: a passage in another language, of the reference's length
     "same_language",  # translation tools: the reference is in the prompt's own language
     "option_label",  # choice tools: the reference names one of the prompt's listed options
-    "math_notation",  # math-verify (LaTeX) tools: mathematical notation in the prompt
+    "math_notation",  # math-verify (LaTeX) tools: mathematics in the prompt
+    "word_problem",  # number tools: an everyday story with quantities in the prompt
     "completion_fit",  # the completions answer in the form the tool grades
     # the synthesize row
     "synth_bias",
@@ -53,9 +55,23 @@ FEATURES: tuple[str, ...] = (
     "open_answer",  # a free-text reference in the prompt's own language
 )
 INDEX: Mapping[str, int] = {name: i for i, name in enumerate(FEATURES)}
-# Fitted with `rewardsmith bench routing --fit` on the fit splits of the main and the hard
-# bench (see docs/router.md); `route fit` on a user's labeled data replaces them there.
-DEFAULT_WEIGHTS: dict[str, float] = {
+# What the router reads of a group's content (beyond format, markers and embeddings); the
+# bench's "markers" baseline zeroes these.
+CONTENT_FEATURES = frozenset(
+    {
+        "crosslingual",
+        "same_language",
+        "option_label",
+        "math_notation",
+        "word_problem",
+        "completion_fit",
+        "foreign_prompt",
+        "open_answer",
+    }
+)
+# Where the fit of the defaults starts (set by hand: the earlier router's fitted weights and
+# a guess for each content feature). The defaults themselves are fitted from here.
+INITIAL_WEIGHTS: dict[str, float] = {
     "sim": 4.2036,
     "log_compat": 2.2587,
     "markers": 5.5079,
@@ -66,6 +82,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "same_language": -3.0,
     "option_label": 2.0,
     "math_notation": 1.0,
+    "word_problem": 1.0,
     "completion_fit": 1.0,
     "synth_bias": -0.3322,
     "synth_sim": 3.6529,
@@ -78,6 +95,10 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "foreign_prompt": 1.0,
     "open_answer": 2.0,
 }
+# The defaults: fitted by bench/fit_router_defaults.py on the fit splits of the main and the
+# hard bench (router/defaults.json, see docs/router.md); `route fit` on a user's labeled
+# data refits them in that user's library.
+DEFAULT_WEIGHTS: dict[str, float] = {**INITIAL_WEIGHTS, **load_defaults().get("weights", {})}
 # Features no fit split shows; `fit_weights` keeps them at their starting values.
 HAND_SET = frozenset({"task_match", "empty_prompt", "non_latin"})
 
@@ -111,6 +132,8 @@ def tool_row(
         row[INDEX["option_label"]] = 1.0 if f.reference_is_option else 0.0
     if fmt == "latex":
         row[INDEX["math_notation"]] = ev.content.math
+    if fmt == "number":
+        row[INDEX["word_problem"]] = ev.content.word_problem
     row[INDEX["completion_fit"]] = ev.completion_fit.get(fmt, 0.0)
     return row
 

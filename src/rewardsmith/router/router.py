@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
-from rewardsmith.router.calibration import Calibration
+from rewardsmith.router.calibration import Calibration, isotonic
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.embedded import (
     SYNTHESIZE,
@@ -93,6 +93,11 @@ GROUP_CACHE_SIZE = 100_000
 MIN_CALIBRATION_SAMPLES = 200
 # Folds of the out-of-fold predictions the calibration is fitted on.
 CALIBRATION_FOLDS = 5
+# L2 pull toward the current weights in `fit`: a user's few labels nudge the router...
+FIT_L2 = 0.05
+# ... while the defaults are fitted on the bench's fit splits (~1,100 samples) with a weak
+# pull, so the data, not the hand-set start, decides.
+DEFAULTS_L2 = 0.002
 
 _SHARED_EMBEDDER: MiniLMEmbedder | None = None
 
@@ -154,6 +159,13 @@ class Router:
         self.counts: Counter[str] = Counter()
         #: Seconds attributed to each sample of the last `route` call.
         self.last_seconds: list[float] = []
+
+    def clear_caches(self) -> None:
+        """Forget every decision and content analysis (the next batch starts cold)."""
+        self._content = ContentCache()
+        self._groups.clear()
+        self._tasks.clear()
+        self._llm_decisions.clear()
 
     def _embedded_backend(
         self, backend: BackendName, embedder: MiniLMEmbedder | None
@@ -386,15 +398,22 @@ class Router:
     # -- learning --------------------------------------------------------------------------
 
     def fit(
-        self, samples: Sequence[Sample | Mapping[str, Any]], labels: Sequence[str]
+        self,
+        samples: Sequence[Sample | Mapping[str, Any]],
+        labels: Sequence[str],
+        *,
+        l2: float = FIT_L2,
+        learn_exemplars: bool = True,
     ) -> dict[str, Any]:
         """Learn from labeled samples (label: a tool name or "synthesize").
 
-        The logit weights are refitted on all of them (an L2 pull toward the current weights);
+        The logit weights are refitted on all of them (an L2 pull of strength `l2` toward the
+        current weights: the default keeps a small or one-sided set from overturning the
+        router; the bench fits its defaults with `DEFAULTS_L2`);
         with at least `MIN_CALIBRATION_SAMPLES`, the calibration is refitted on out-of-fold
         predictions (`CALIBRATION_FOLDS` folds by sample content, so the result does not
         depend on the order of the samples); misrouted samples become exemplars of their
-        label. The new state is stored in the library (a `router_fit` event: the log stays
+        label (unless `learn_exemplars` is False). The new state is stored in the library (a `router_fit` event: the log stays
         append-only, the latest fit wins). Returns accuracy before and after.
         """
         batch = as_samples(samples)
@@ -412,7 +431,7 @@ class Router:
         # The weights are fitted first, on similarities to the exemplars the router has now
         # (a sample added as an exemplar would look perfectly similar to itself).
         state = RouterState.from_dict(self.state.to_dict())
-        rows, targets, folds = [], [], []
+        rows, targets, folds, formats = [], [], [], []
         for s, lab in zip(batch, labels, strict=True):
             alts = self._alternatives(s)
             names = list(alts)
@@ -421,11 +440,16 @@ class Router:
             rows.append([alts[n] for n in names])
             targets.append(names.index(lab))
             folds.append(zlib.crc32(group_key(s).encode()) % CALIBRATION_FOLDS)
-        state.weights = fit_weights(rows, targets, init=state.weights)
+            formats.append(sample_features(s).ref_format)
+        state.weights = fit_weights(rows, targets, init=state.weights, l2=l2)
         if len(rows) >= MIN_CALIBRATION_SAMPLES:
-            state.calibration = _out_of_fold_calibration(rows, targets, folds, self.state.weights)
+            state.calibration = _out_of_fold_calibration(
+                rows, targets, folds, formats, self.state.weights, l2, state.threshold
+            )
         # Then the samples the router got wrong join their label's exemplars.
         for s, lab, ok in zip(batch, labels, before["correct"], strict=True):
+            if not learn_exemplars:
+                break
             text = sample_features(s).text
             bucket = state.exemplars.setdefault(lab, [])
             if not ok and text not in bucket:
@@ -435,8 +459,7 @@ class Router:
             state.exemplars[lab] = texts[-MAX_LEARNED_EXEMPLARS:]
         self.state = state
         self.embedded = EmbeddedBackend(specs, state, self.embedded.embedder)
-        self._groups.clear()
-        self._tasks.clear()
+        self.clear_caches()
         after = self._accuracy(batch, labels)
         self.library.log_event(
             FIT_EVENT,
@@ -471,18 +494,27 @@ def _out_of_fold_calibration(
     rows: list[list[list[float]]],
     targets: list[int],
     folds: list[int],
+    formats: Sequence[str],
     init: Mapping[str, float],
+    l2: float,
+    threshold: float,
 ) -> Calibration:
-    """Fit the logit on all folds but one, predict that one; calibrate on the predictions."""
+    """Fit the logit on all folds but one, predict that one; calibrate on the predictions.
+    Then the *deferred* map: among the predictions whose tool falls under `threshold` once
+    calibrated (the router sends them to "synthesize"), how often "synthesize" was right."""
     raw: list[float] = []
+    synth_right: list[bool] = []
     actions: list[str] = []
     right: list[bool] = []
+    fmts: list[str] = []
     for fold in range(CALIBRATION_FOLDS):
         train = [i for i, f in enumerate(folds) if f != fold]
         held = [i for i, f in enumerate(folds) if f == fold]
         if not train or not held:
             continue
-        weights = fit_weights([rows[i] for i in train], [targets[i] for i in train], init=init)
+        weights = fit_weights(
+            [rows[i] for i in train], [targets[i] for i in train], init=init, l2=l2
+        )
         for i in held:
             probs = probabilities(weights, rows[i])
             synth = len(rows[i]) - 1  # the synthesize row is last
@@ -492,7 +524,16 @@ def _out_of_fold_calibration(
             raw.append(probs[top])
             actions.append(SYNTHESIZE if top == synth else "tool")
             right.append(top == targets[i])
-    return Calibration.fit(raw, actions, right)
+            fmts.append(formats[i])
+            synth_right.append(targets[i] == synth)
+    calibration = Calibration.fit(raw, actions, right, fmts)
+    doubt = [
+        (1.0 - c, r)
+        for p, a, f, r in zip(raw, actions, fmts, synth_right, strict=True)
+        if a == "tool" and (c := calibration(p, a, f)) < threshold
+    ]
+    deferred = isotonic([d for d, _ in doubt], [float(r) for _, r in doubt])
+    return replace(calibration, deferred=deferred)
 
 
 def _task_sig(sample: Sample, f: SampleFeatures) -> str:
