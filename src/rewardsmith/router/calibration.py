@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,17 +31,29 @@ MAX_POINTS = 24
 # z of the Wilson lower bound each isotonic block's rate is replaced with (one standard
 # error): where few fitting samples back a confidence, the map gives less of it.
 WILSON_Z = 1.0
+# Samples' worth of weight the overall map gets in each block of a per-format map.
+PRIOR_STRENGTH = 20.0
 # Fitting samples a reference format needs for maps of its own.
 MIN_FORMAT_SAMPLES = 100
 # Confidence bins of the reliability table (lower edges; the last bin ends at 1.0).
 RELIABILITY_EDGES = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
-def isotonic(x: Sequence[float], y: Sequence[float]) -> Points:
+def isotonic(
+    x: Sequence[float],
+    y: Sequence[float],
+    z: float = WILSON_Z,
+    prior: Callable[[float], float] | None = None,
+    strength: float = PRIOR_STRENGTH,
+) -> Points:
     """Isotonic (non-decreasing) fit of 0/1 outcomes `y` on scores `x`, as breakpoints.
 
     Pool-adjacent-violators over the samples sorted by score; every pooled block gives two
-    breakpoints (its lowest and highest score) at its rate's Wilson lower bound."""
+    breakpoints (its lowest and highest score) at its rate's Wilson lower bound (`z`; 0:
+    the rate itself). With a `prior` (a map of the same scores fitted on more data), each
+    block's rate is first shrunk toward it as if `strength` more samples had the prior's
+    rate: a per-format map follows its own data where it has some, the overall map where it
+    has few."""
     if len(x) != len(y):
         raise ValueError(f"{len(x)} scores but {len(y)} outcomes")
     if not x:
@@ -62,7 +74,9 @@ def isotonic(x: Sequence[float], y: Sequence[float]) -> Points:
     points: list[tuple[float, float]] = []
     level = 0.0
     for s, n, lo, hi in blocks:
-        level = max(level, wilson_lower(s, n))  # the bound can break monotony: restore it
+        if prior is not None:
+            s, n = s + strength * prior((lo + hi) / 2), n + strength
+        level = max(level, wilson_lower(s, n, z))  # the bound can break monotony: restore it
         points.append((lo, level))
         if hi > lo:
             points.append((hi, level))
@@ -169,10 +183,12 @@ class Calibration:
         fmts = list(formats) if formats is not None else [""] * len(raw)
         rows = list(zip(raw, actions, right, fmts, strict=True))
 
-        def part(kind: str, fmt: str | None = None) -> Points:
+        def part(kind: str, fmt: str | None = None, prior: Points = ()) -> Points:
             pairs = [(p, float(r)) for p, a, r, f in rows if a == kind and fmt in (None, f)]
-            return isotonic([p for p, _ in pairs], [r for _, r in pairs])
+            shrink = (lambda p: apply(prior, p)) if prior else None
+            return isotonic([p for p, _ in pairs], [r for _, r in pairs], prior=shrink)
 
+        overall = {"tool": part("tool"), "synthesize": part("synthesize")}
         by_format: dict[str, Points] = {}
         for kind in ("tool", "synthesize"):
             counts: dict[str, int] = {}
@@ -181,8 +197,8 @@ class Calibration:
                     counts[f] = counts.get(f, 0) + 1
             for f, n in sorted(counts.items()):
                 if n >= MIN_FORMAT_SAMPLES:
-                    by_format[f"{kind}:{f}"] = part(kind, f)
-        return cls(part("tool"), part("synthesize"), by_format)
+                    by_format[f"{kind}:{f}"] = part(kind, f, overall[kind])
+        return cls(overall["tool"], overall["synthesize"], by_format)
 
 
 @dataclass

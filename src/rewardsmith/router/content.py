@@ -93,13 +93,12 @@ OPTION_STYLES: Mapping[str, tuple[str, ...]] = {
     "ROMAN": tuple(r.upper() for r in _ROMAN),
 }
 # A label token: "(A)", "[b]", "1)", "iv.", "C:" after a line start, a space or markdown,
-# optionally after "Option"/"Choice"; "A." and "1." only at a line start (mid-sentence they
-# are initials and ordinals).
+# optionally after "Option"/"Choice". Initials ("A. Smith") and ordinals also match one at a
+# time; `parse_options` keeps only runs of consecutive labels, which prose does not make.
 _LABEL_TOKEN = re.compile(
     r"(?:^|(?<=[\s*>\-]))(?:(?i:option|choice)\s+)?"
     r"(?:[\(\[](?P<paren>[A-Za-z]{1,4}|\d{1,2})[\)\]]"
-    r"|(?P<close>[A-Za-z]{1,4}|\d{1,2})[):]"
-    r"|(?<![^\n])\s*(?P<dot>[A-Za-z]{1,4}|\d{1,2})\.)"
+    r"|(?P<close>[A-Za-z]{1,4}|\d{1,2})[):.])"
     r"(?=[ \t]+\S)",
     re.MULTILINE,
 )
@@ -164,6 +163,7 @@ _LETTER_ANSWER = re.compile(
 )
 _CODE = re.compile(r"```|\bdef\s+\w+\s*\(|\breturn\b|\bimport\s+\w+")
 _ANSWER_TAGS = re.compile(r"<answer>.*?</answer>", re.DOTALL)
+_TAGS = re.compile(r"</?[a-zA-Z_][\w-]{0,20}>")
 
 
 # -- options and labels -------------------------------------------------------------------
@@ -171,32 +171,58 @@ _ANSWER_TAGS = re.compile(r"<answer>.*?</answer>", re.DOTALL)
 
 @dataclass(frozen=True)
 class Options:
-    """The options a prompt lists: their label style and labels in order."""
+    """The option lists a prompt shows: per label style, the run of consecutive labels found
+    (a pair of answers with numbered lists inside shows both A-B and 1-4)."""
 
-    style: str
-    labels: tuple[str, ...]
+    runs: Mapping[str, tuple[str, ...]]
+
+    @property
+    def style(self) -> str:
+        """The style of the longest run (ties: in `OPTION_STYLES` order)."""
+        order = list(OPTION_STYLES)
+        return max(self.runs, key=lambda k: (len(self.runs[k]), -order.index(k)))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.runs[self.style]
 
     @property
     def letters(self) -> bool:
-        """Lettered options (A-J, a-j): what the built-in choice tool reads."""
+        """The main list is lettered (A-J, a-j): what the built-in choice tool reads."""
         return self.style in ("upper", "lower")
+
+    def names(self, label: str) -> bool:
+        """Is `label` a listed option (a letter of a lettered list, or a number or roman
+        numeral of a numbered one)?"""
+        return self.names_letter(label) or self.names_index(label)
+
+    def names_letter(self, label: str) -> bool:
+        """Is `label` a letter of a lettered list? Either case matches (the choice tool
+        reads "b" as B)."""
+        lettered = {x.upper() for k in ("upper", "lower") for x in self.runs.get(k, ())}
+        return label.upper() in lettered
+
+    def names_index(self, label: str) -> bool:
+        """Is `label` a number or roman numeral of a numbered list?"""
+        numbered = {x.lower() for k in ("digit", "roman", "ROMAN") for x in self.runs.get(k, ())}
+        return label.lower() in numbered
 
 
 def parse_options(prompt: str) -> Options | None:
-    """The longest run of consecutive labels (A, B, C... or 1, 2, 3... or i, ii, iii...)
-    the prompt lists as options, at least two; None when it lists none."""
+    """Every run of at least two consecutive labels (A, B, C... or 1, 2, 3... or i, ii,
+    iii...) the prompt lists, by style; None when it lists none."""
     tokens = [next(g for g in m.groups() if g) for m in _LABEL_TOKEN.finditer(prompt)]
     if len(tokens) < 2:
         return None
-    best: Options | None = None
+    runs: dict[str, tuple[str, ...]] = {}
     for style, sequence in OPTION_STYLES.items():
         found = 0
         for token in tokens:
             if found < len(sequence) and token == sequence[found]:
                 found += 1
-        if found >= 2 and (best is None or found > len(best.labels)):
-            best = Options(style, sequence[:found])
-    return best
+        if found >= 2:
+            runs[style] = sequence[:found]
+    return Options(runs) if runs else None
 
 
 def reference_label(reference: str | None) -> str | None:
@@ -215,11 +241,8 @@ def reference_label(reference: str | None) -> str | None:
 
 
 def label_in_options(label: str, options: Options) -> bool:
-    """Is `label` one of the listed labels? Letters match in either case (the choice tool
-    reads "b" as B)."""
-    if options.letters:
-        return label.upper() in {x.upper() for x in options.labels}
-    return label in options.labels or label.lower() in options.labels
+    """Is `label` one of the listed options (see `Options.names`)?"""
+    return options.names(label)
 
 
 # -- languages ----------------------------------------------------------------------------
@@ -443,7 +466,8 @@ def completion_fit(
     in? (number: ends in or states a number; latex: a math expression; choice: an option
     letter; free_text with a known language: text in that language of about the source's
     length; json_entry: <answer> tags; unit_tests: code.)"""
-    tail = completion[-600:]
+    # answers often sit in tags (<solution>36</solution>): read the text, not the markup
+    tail = _TAGS.sub(" ", completion[-600:])
     if not tail.strip():
         return 0.0
     if fmt == "number":
@@ -453,7 +477,7 @@ def completion_fit(
     if fmt == "choice":
         return 1.0 if _LETTER_ANSWER.search(tail) else 0.0
     if fmt == "json_entry":
-        return 1.0 if _ANSWER_TAGS.search(tail) else 0.0
+        return 1.0 if _ANSWER_TAGS.search(completion[-600:]) else 0.0
     if fmt == "unit_tests":
         return 1.0 if _CODE.search(completion[:4000]) else 0.0
     if fmt == "free_text" and reference_language:

@@ -42,6 +42,7 @@ from rewardsmith.router.features import (
     NON_LATIN_LIMIT,
     RefFormat,
     SampleFeatures,
+    can_grade,
     embed_text,
     spec_format,
     spec_markers,
@@ -333,6 +334,8 @@ class EmbeddedBackend:
         alts: dict[str, list[float]] = {}
         best_sim = 0.0
         for c in self.candidates:
+            if c.fmt == "none" and ev.features.ref_format != "none":
+                continue  # a format check joins a graded reference as a companion, never alone
             sim = 0.0
             if vector is not None and c.vectors is not None:
                 sim = float((c.vectors @ vector).max())
@@ -404,7 +407,7 @@ class EmbeddedBackend:
             deferred = self.state.calibration.deferral(conf)
             return synthesize(kind, why, deferred, backend, signature=signature, scores=scores)
         chosen = [ToolWeight(primary.spec.ref, 1.0)]
-        fmt_tool = self._format_companion(primary, alts, f)
+        fmt_tool = self._format_companion(primary, f)
         if fmt_tool is not None:
             chosen = [
                 ToolWeight(primary.spec.ref, 1.0 - FORMAT_WEIGHT),
@@ -421,19 +424,14 @@ class EmbeddedBackend:
             conf = min(conf, UNSUPPORTED_CAP)
         return conf
 
-    def _format_companion(
-        self, primary: Candidate, alts: Mapping[str, list[float]], f: SampleFeatures
-    ) -> Candidate | None:
+    def _format_companion(self, primary: Candidate, f: SampleFeatures) -> Candidate | None:
         """A reference-free format tool whose every marker the prompt names, when the primary
         tool grades a reference (the prompt asked for a format *and* has an answer)."""
         if primary.fmt == "none" or f.ref_format == "none":
             return None
         for c in self.candidates:
-            row = alts.get(c.spec.name)
-            if row is None or c.fmt != "none" or not c.markers:
-                continue
-            if c.markers <= f.prompt_markers:
-                return c if row[INDEX["markers"]] >= 1.0 else None
+            if c.fmt == "none" and c.markers and can_grade(c.fmt, c.markers, f) > 0:
+                return c
         return None
 
 

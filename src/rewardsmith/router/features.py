@@ -146,12 +146,14 @@ def sample_format(reference: str | None, options: Options | None) -> RefFormat:
     """The reference's format given the prompt's listed options: a number or roman numeral
     that names one of the listed (non-letter) options is an option index, not a value."""
     fmt = reference_format(reference)
-    if options is None or options.letters or fmt not in ("number", "free_text", "choice"):
+    if options is None or fmt not in ("number", "free_text", "choice"):
         return fmt
     label = reference_label(reference)
-    if label is not None and label_in_options(label, options):
-        return "choice_index"
-    return fmt
+    if label is None or not options.names_index(label):
+        return fmt
+    if fmt == "choice" and options.names_letter(label):
+        return fmt  # a letter of a lettered list stays a letter, whatever else is numbered
+    return "choice_index"
 
 
 _SPEC_FORMATS: tuple[tuple[str, RefFormat], ...] = (

@@ -103,9 +103,13 @@ class LLMBackend:
 
     def compatible(self, f: SampleFeatures) -> list[str]:
         """Tools that can read this sample's reference format: the only ones offered. A
-        reference-free format check is offered only when there is no reference or the
-        prompt names all its markers (e.g. asks for <thinking>/<solution> tags)."""
-        return sorted(n for n, c in self.tools.items() if can_grade(c.fmt, c.markers, f) > 0)
+        reference-free format check is offered only when there is no reference (with one,
+        it joins the chosen tool as a companion when the prompt names all its tags)."""
+        return sorted(
+            n
+            for n, c in self.tools.items()
+            if can_grade(c.fmt, c.markers, f) > 0 and (c.fmt != "none" or f.ref_format == "none")
+        )
 
     def messages(self, sample: Sample, f: SampleFeatures) -> list[dict[str, str]]:
         """The chat messages for one sample (only the tools that can read its reference)."""
