@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rewardsmith.bench import hard_phrasings as ph
+from rewardsmith.bench import routing_data
 from rewardsmith.bench.routing_data import (
     FIT_EVERY,
     Item,
@@ -320,7 +321,7 @@ def json_not_entry(data: Path, split: str, rng: random.Random) -> Iterator[Item]
         yield _item(text, ref, ref, "synthesize", "json_answer", "code_verifier")
     for prompt, ref in ph.JSON_RECORDS[split]:
         yield _item(prompt, ref, ref, "synthesize", "json_record", "code_verifier")
-    seed = 31 if split == "fit" else 37
+    seed = 310_000 if split == "fit" else 370_000  # far apart: datasets seed entries seed+i
     per = PER_SOURCE["json"] // 4 // 2
     for task in RG_OTHER_TASKS[:2] if split == "eval" else RG_OTHER_TASKS[2:4]:
         for k, entry in enumerate(reasoning_gym.create_dataset(task, seed=seed, size=per)):
@@ -339,7 +340,7 @@ def json_not_entry(data: Path, split: str, rng: random.Random) -> Iterator[Item]
 def rg_other(data: Path, split: str, rng: random.Random) -> Iterator[Item]:
     import reasoning_gym
 
-    seed = 41 if split == "fit" else 43
+    seed = 410_000 if split == "fit" else 430_000
     per = max(PER_SOURCE["rg"] // len(RG_OTHER_TASKS), 2)
     for task in RG_OTHER_TASKS:
         for k, entry in enumerate(reasoning_gym.create_dataset(task, seed=seed, size=per)):
@@ -361,11 +362,16 @@ SOURCES: tuple[Callable[[Path, str, random.Random], Iterator[Item]], ...] = (
 
 
 def build_hard(data: Path, split: str = "eval", seed: int = 0) -> list[Item]:
-    """The hard slice for one split ("fit" or "eval")."""
+    """The hard slice for one split ("fit" or "eval"). The eval part drops every prompt
+    that the fit parts (this slice's and the main set's) also hold."""
     if split not in ("fit", "eval"):
         raise ValueError(f"split must be 'fit' or 'eval', got {split!r}")
     items: list[Item] = []
     for source in SOURCES:
         rng = random.Random(f"{seed}:{split}:hard:{source.__name__}")
         items.extend(source(data, split, rng))
+    if split == "eval":  # a prompt the fit splits hold (LLMBar repeats instructions) is dropped
+        fit = build_hard(data, "fit", seed) + routing_data.build(data, "fit", seed, True)
+        seen = {json.dumps(it["prompt"], sort_keys=True) for it in fit}
+        items = [it for it in items if json.dumps(it["prompt"], sort_keys=True) not in seen]
     return items

@@ -55,6 +55,9 @@ MIN_LANGUAGE_PROB = 0.6
 # A prompt segment counts as a passage in a language other than English at this detector
 # probability (real sentences get 0.95-1.0; ciphertext and scrambled words much less).
 PASSAGE_PROB = 0.8
+# Share of function words from which a prompt is English without further checks (English
+# prose has ~40%; German or French text with English loanwords well under 10%).
+ENGLISH_SHARE = 0.15
 # A reference whose language is undecided is "not in language L" under this probability.
 NOT_LANGUAGE = 0.02
 # A translation's length is about its source's: within these ratios (in `text_units`)
@@ -304,7 +307,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 @lru_cache(maxsize=16_384)
 def rank_languages(text: str) -> tuple[tuple[str, float], ...]:
     """py3langid's probability of every language in `LANGUAGES`, best first."""
-    return tuple((str(k), float(v)) for k, v in _Detector.get().rank(text[:LANGUAGE_CHARS]))
+    ranked: list[tuple[str, float]] = _Detector.get().rank(text[:LANGUAGE_CHARS])
+    return tuple(ranked)
 
 
 @lru_cache(maxsize=16_384)
@@ -388,7 +392,13 @@ def prompt_languages(prompt: str) -> dict[str, float]:
 
 
 def prompt_language(prompt: str) -> str:
-    """The language of most of the prompt's text ("" when undecided)."""
+    """The language of most of the prompt's text ("" when undecided). A prompt whose words
+    are at least `ENGLISH_SHARE` English function words is English without running the
+    detector (most prompts are: this keeps routing cheap)."""
+    words = [w.lower() for w in _WORD.findall(prompt[:LANGUAGE_CHARS])]
+    hits = [w for w in words if w in _ENGLISH_WORDS]
+    if len(set(hits)) >= 3 and len(hits) >= ENGLISH_SHARE * len(words):
+        return "en"
     units = prompt_languages(prompt)
     return max(sorted(units), key=lambda k: units[k]) if units else ""
 

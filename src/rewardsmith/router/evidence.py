@@ -33,8 +33,16 @@ from rewardsmith.router.features import (
 )
 from rewardsmith.types import Sample
 
-# Reference formats whose tools' answer forms `completion_fit` knows.
-COMPLETION_FORMATS = ("number", "latex", "choice", "json_entry", "unit_tests", "free_text")
+# For a reference of each format, the tool formats that can read it and whose answer form
+# `completion_fit` knows (a number reference: gsm8k-like and math-verify tools).
+COMPLETION_FORMATS: dict[str, tuple[str, ...]] = {
+    "number": ("number", "latex"),
+    "latex": ("latex",),
+    "choice": ("choice",),
+    "json_entry": ("json_entry",),
+    "unit_tests": ("unit_tests",),
+    "free_text": ("free_text",),
+}
 # Prompt-level evidence kept in memory by (prompt, reference): GRPO sends each prompt G
 # times per step and again every epoch.
 CONTENT_CACHE_SIZE = 50_000
@@ -102,7 +110,10 @@ def prompt_content(text: str, reference: str | None, f: SampleFeatures) -> Promp
         main = language.prompt
     else:
         language = LanguageEvidence()
-        main = prompt_language(clipped) if f.non_latin <= NON_LATIN_LIMIT else ""
+        # the prompt's language matters where it decides between tools and synthesize; a
+        # dataset entry or unit tests decide alone, other JSON and option indexes have no tool
+        decided = f.ref_format in ("json_entry", "unit_tests", "json", "choice_index")
+        main = "" if decided or f.non_latin > NON_LATIN_LIMIT else prompt_language(clipped)
     foreign = f.non_latin > NON_LATIN_LIMIT or (bool(main) and main != "en")
     return PromptContent(
         language=language,
@@ -127,7 +138,7 @@ def group_evidence(
     common = frozenset(m for m, n in counts.items() if 2 * n >= len(feats))
     lang = content.language
     fits: dict[str, float] = {}
-    for fmt in COMPLETION_FORMATS:
+    for fmt in COMPLETION_FORMATS.get(f.ref_format, ()):
         if fmt == "free_text" and not lang.reference:
             continue
         values = sorted(
