@@ -22,8 +22,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from rewardsmith.router.logit import fit_weights, probabilities
 
 Points = tuple[tuple[float, float], ...]
 # Breakpoints kept per map (the map is piecewise linear between them).
@@ -252,3 +254,54 @@ def expected_calibration_error(confidences: Sequence[float], right: Sequence[boo
     if not total:
         return 0.0
     return sum(r.n * abs(r.accuracy - r.mean_confidence) for r in rows) / total
+
+
+def out_of_fold_calibration(
+    rows: list[list[list[float]]],
+    targets: list[int],
+    folds: list[int],
+    formats: Sequence[str],
+    init: Mapping[str, float],
+    l2: float,
+    threshold: float,
+    folds_n: int = 5,
+) -> Calibration:
+    """Fit the logit (`logit.fit_weights`) on all folds but one, predict that one, and
+    calibrate on the predictions (see the module docstring). `rows[i]` are sample i's
+    alternatives' feature rows with "synthesize" last, `targets[i]` the right one's index,
+    `folds[i]` its fold in `range(folds_n)`, `formats[i]` its reference format.
+
+    Then the *deferred* map: among the predictions whose tool falls under `threshold` once
+    calibrated (the router sends them to "synthesize"), how often "synthesize" was right."""
+    raw: list[float] = []
+    synth_right: list[bool] = []
+    actions: list[str] = []
+    right: list[bool] = []
+    fmts: list[str] = []
+    for fold in range(folds_n):
+        train = [i for i, f in enumerate(folds) if f != fold]
+        held = [i for i, f in enumerate(folds) if f == fold]
+        if not train or not held:
+            continue
+        weights = fit_weights(
+            [rows[i] for i in train], [targets[i] for i in train], init=init, l2=l2
+        )
+        for i in held:
+            probs = probabilities(weights, rows[i])
+            synth = len(rows[i]) - 1  # the synthesize row is last
+            tools = range(synth)
+            best = max(tools, key=lambda k: probs[k]) if synth else synth
+            top = synth if not synth or probs[synth] >= probs[best] else best
+            raw.append(probs[top])
+            actions.append("synthesize" if top == synth else "tool")
+            right.append(top == targets[i])
+            fmts.append(formats[i])
+            synth_right.append(targets[i] == synth)
+    calibration = Calibration.fit(raw, actions, right, fmts)
+    doubt = [
+        (1.0 - c, r)
+        for p, a, f, r in zip(raw, actions, fmts, synth_right, strict=True)
+        if a == "tool" and (c := calibration(p, a, f)) < threshold
+    ]
+    deferred = isotonic([d for d, _ in doubt], [float(r) for _, r in doubt])
+    return replace(calibration, deferred=deferred)

@@ -149,11 +149,6 @@ def group_evidence(
     return GroupEvidence(f, ref_markers, common, content, fits, len(samples))
 
 
-def sorted_groups(members: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
-    """Groups in key order: what is pooled or logged never depends on the input order."""
-    return sorted(members.items())
-
-
 def mean_rows(rows: Sequence[Sequence[float]]) -> list[float]:
     """Column means of equally long rows (summed in the given order)."""
     n = len(rows)

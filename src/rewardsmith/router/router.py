@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
-from rewardsmith.router.calibration import Calibration, isotonic
+from rewardsmith.router.calibration import out_of_fold_calibration
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.embedded import (
     SYNTHESIZE,
@@ -63,7 +63,7 @@ from rewardsmith.router.evidence import (
     mean_rows,
 )
 from rewardsmith.router.features import SampleFeatures, sample_features
-from rewardsmith.router.logit import fit_weights, probabilities
+from rewardsmith.router.logit import fit_weights
 from rewardsmith.types import Sample
 
 if TYPE_CHECKING:
@@ -232,10 +232,10 @@ class Router:
         for sig, task_keys in sorted(by_task.items()):
             t0 = time.perf_counter()
             decided.update(self._decide_task(sig, task_keys, evidence, vectors, batch, members))
-            n = sum(len(members[k]) for k in task_keys)
+            per = (time.perf_counter() - t0) / sum(len(members[k]) for k in task_keys)
             for k in task_keys:
                 for i in members[k]:
-                    seconds[i] += (time.perf_counter() - t0) / n
+                    seconds[i] += per
         for key in todo:
             self._remember(key, decided[key])
         self._count_and_log(decided, members, batch)
@@ -267,7 +267,7 @@ class Router:
         alts = {k: self.embedded.alternatives(evidence[k], vectors.get(k), task) for k in keys}
         own = {k: self.embedded.decide_alternatives(alts[k], evidence[k]).label for k in keys}
         label_counts = Counter(own.values())
-        top, n_top = min(label_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        n_top = max(label_counts.values())
         if sig not in self._tasks and n_top >= SPLIT_SHARE * len(keys):
             decision = self._pooled(sig, keys, alts, evidence, batch, members)
             self._tasks[sig] = decision
@@ -443,8 +443,15 @@ class Router:
             formats.append(sample_features(s).ref_format)
         state.weights = fit_weights(rows, targets, init=state.weights, l2=l2)
         if len(rows) >= MIN_CALIBRATION_SAMPLES:
-            state.calibration = _out_of_fold_calibration(
-                rows, targets, folds, formats, self.state.weights, l2, state.threshold
+            state.calibration = out_of_fold_calibration(
+                rows,
+                targets,
+                folds,
+                formats,
+                self.state.weights,
+                l2,
+                state.threshold,
+                CALIBRATION_FOLDS,
             )
         # Then the samples the router got wrong join their label's exemplars.
         for s, lab, ok in zip(batch, labels, before["correct"], strict=True):
@@ -488,52 +495,6 @@ class Router:
     def _accuracy(self, batch: list[Sample], labels: Sequence[str]) -> dict[str, Any]:
         correct = [self.decide_one(s).label == lab for s, lab in zip(batch, labels, strict=True)]
         return {"accuracy": sum(correct) / max(len(correct), 1), "correct": correct}
-
-
-def _out_of_fold_calibration(
-    rows: list[list[list[float]]],
-    targets: list[int],
-    folds: list[int],
-    formats: Sequence[str],
-    init: Mapping[str, float],
-    l2: float,
-    threshold: float,
-) -> Calibration:
-    """Fit the logit on all folds but one, predict that one; calibrate on the predictions.
-    Then the *deferred* map: among the predictions whose tool falls under `threshold` once
-    calibrated (the router sends them to "synthesize"), how often "synthesize" was right."""
-    raw: list[float] = []
-    synth_right: list[bool] = []
-    actions: list[str] = []
-    right: list[bool] = []
-    fmts: list[str] = []
-    for fold in range(CALIBRATION_FOLDS):
-        train = [i for i, f in enumerate(folds) if f != fold]
-        held = [i for i, f in enumerate(folds) if f == fold]
-        if not train or not held:
-            continue
-        weights = fit_weights(
-            [rows[i] for i in train], [targets[i] for i in train], init=init, l2=l2
-        )
-        for i in held:
-            probs = probabilities(weights, rows[i])
-            synth = len(rows[i]) - 1  # the synthesize row is last
-            tools = range(synth)
-            best = max(tools, key=lambda k: probs[k]) if synth else synth
-            top = synth if not synth or probs[synth] >= probs[best] else best
-            raw.append(probs[top])
-            actions.append(SYNTHESIZE if top == synth else "tool")
-            right.append(top == targets[i])
-            fmts.append(formats[i])
-            synth_right.append(targets[i] == synth)
-    calibration = Calibration.fit(raw, actions, right, fmts)
-    doubt = [
-        (1.0 - c, r)
-        for p, a, f, r in zip(raw, actions, fmts, synth_right, strict=True)
-        if a == "tool" and (c := calibration(p, a, f)) < threshold
-    ]
-    deferred = isotonic([d for d, _ in doubt], [float(r) for _, r in doubt])
-    return replace(calibration, deferred=deferred)
 
 
 def _task_sig(sample: Sample, f: SampleFeatures) -> str:
