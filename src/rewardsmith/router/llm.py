@@ -16,9 +16,10 @@ read the sample's reference format (a constrained decoder can still pick a wrong
 the format check keeps that from becoming a confident wrong tool). Every call's tokens are
 in the decision (`tokens`) and summed in `usage`.
 
-The LLM chooses; the embedded model calibrates: a tool decision's confidence is the
-embedded model's probability for the LLM's choice (a model's self-reported confidence is
-not calibrated), and under the threshold the decision is "synthesize".
+The LLM chooses; the embedded model calibrates: a decision's confidence (tool or
+synthesize) is the embedded model's calibrated probability for the LLM's choice (a model's
+self-reported confidence is not calibrated), and a tool under the threshold becomes
+"synthesize".
 """
 
 from __future__ import annotations
@@ -215,10 +216,12 @@ class LLMBackend:
             kind = data.get("synthesize_kind")
             if kind not in SYNTH_KINDS:
                 kind = synth_kind(f)
+            # as for tools, the embedded model's calibrated probability, not the LLM's word
+            p_synth = float(raw.get("synthesize", 0.0))
             return synthesize(
                 kind,
                 reason or "the LLM found no fitting tool",
-                confidence,
+                self.fallback.state.calibration(p_synth, "synthesize", f.ref_format),
                 "llm",
                 signature=signature,
                 tokens=tokens,
