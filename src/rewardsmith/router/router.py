@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import time
-import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -47,7 +46,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
-from rewardsmith.router.calibration import out_of_fold_calibration
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.embedded import (
     SYNTHESIZE,
@@ -63,7 +61,7 @@ from rewardsmith.router.evidence import (
     mean_rows,
 )
 from rewardsmith.router.features import SampleFeatures, sample_features
-from rewardsmith.router.logit import fit_weights
+from rewardsmith.router.learning import learned_state
 from rewardsmith.types import Sample
 
 if TYPE_CHECKING:
@@ -81,18 +79,10 @@ SPLIT_SHARE = 0.8
 # Similarity levels that split an exemplar's cell into separate signatures: a prompt that
 # barely resembles its nearest exemplar must not inherit a close neighbour's decision.
 SIM_BUCKET = 0.1
-# Learned exemplars kept per label by `fit` (the newest win): the library stays small and
-# routing cost stays flat.
-MAX_LEARNED_EXEMPLARS = 200
 # Characters of a signature's first prompt kept in its library event.
 EVENT_EXAMPLE_CHARS = 80
 # Group decisions kept in memory (least recently used dropped).
 GROUP_CACHE_SIZE = 100_000
-# `fit` refits the calibration only from this many labeled samples on (fewer cannot
-# estimate a frequency per confidence level); smaller sets keep the current calibration.
-MIN_CALIBRATION_SAMPLES = 200
-# Folds of the out-of-fold predictions the calibration is fitted on.
-CALIBRATION_FOLDS = 5
 # L2 pull toward the current weights in `fit`: a user's few labels nudge the router...
 FIT_L2 = 0.05
 # ... while the defaults are fitted on the bench's fit splits (~1,100 samples) with a weak
@@ -428,42 +418,15 @@ class Router:
         self.embedded.embed([sample_features(s).text for s in batch])  # one batched pass
         before = self._accuracy(batch, labels)
         specs = [r.spec for r in self.library.records()]
-        # The weights are fitted first, on similarities to the exemplars the router has now
-        # (a sample added as an exemplar would look perfectly similar to itself).
-        state = RouterState.from_dict(self.state.to_dict())
-        rows, targets, folds, formats = [], [], [], []
-        for s, lab in zip(batch, labels, strict=True):
-            alts = self._alternatives(s)
-            names = list(alts)
-            if lab not in names:
-                continue  # the label's tool cannot read this reference: nothing to learn
-            rows.append([alts[n] for n in names])
-            targets.append(names.index(lab))
-            folds.append(zlib.crc32(group_key(s).encode()) % CALIBRATION_FOLDS)
-            formats.append(sample_features(s).ref_format)
-        state.weights = fit_weights(rows, targets, init=state.weights, l2=l2)
-        if len(rows) >= MIN_CALIBRATION_SAMPLES:
-            state.calibration = out_of_fold_calibration(
-                rows,
-                targets,
-                folds,
-                formats,
-                self.state.weights,
-                l2,
-                state.threshold,
-                CALIBRATION_FOLDS,
-            )
-        # Then the samples the router got wrong join their label's exemplars.
-        for s, lab, ok in zip(batch, labels, before["correct"], strict=True):
-            if not learn_exemplars:
-                break
-            text = sample_features(s).text
-            bucket = state.exemplars.setdefault(lab, [])
-            if not ok and text not in bucket:
-                bucket.append(text)
-        state.exemplars = {k: v for k, v in state.exemplars.items() if v}
-        for lab, texts in state.exemplars.items():
-            state.exemplars[lab] = texts[-MAX_LEARNED_EXEMPLARS:]
+        state = learned_state(
+            self.state,
+            batch,
+            labels,
+            self._alternatives,
+            before["correct"],
+            l2=l2,
+            learn_exemplars=learn_exemplars,
+        )
         self.state = state
         self.embedded = EmbeddedBackend(specs, state, self.embedded.embedder)
         self.clear_caches()
