@@ -17,8 +17,12 @@ from rewardsmith.sandbox.worker import SANDBOX_UID_BASE
 from rewardsmith.tools.code import CodeTool
 from rewardsmith.types import ToolSpec
 
-# Short limits keep the attack suite fast; every attack must end within them.
-LIMITS = SandboxLimits(wall_seconds=2.0, cpu_seconds=2.0, memory_mb=256, output_bytes=10_000)
+# Short limits keep the attack suite fast; every attack must end within them. No stretching
+# of the wall-clock limit on a busy machine (`wall_stretch`, tested in test_limits.py): an
+# attack ends at `wall_seconds` however loaded the machine is.
+LIMITS = SandboxLimits(
+    wall_seconds=2.0, wall_stretch=1.0, cpu_seconds=2.0, memory_mb=256, output_bytes=10_000
+)
 # How long past its limit a run may take to come back (kill, reap, clean up, answer).
 GRACE = 3.0
 
@@ -32,7 +36,9 @@ def box() -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module")
 def code_tool() -> Iterator[CodeTool]:
-    tool = CodeTool(ToolSpec(name="code", kind="code"), timeout=2.0, memory_mb=256)
+    tool = CodeTool(
+        ToolSpec(name="code", kind="code"), timeout=2.0, memory_mb=256, wall_stretch=1.0
+    )
     yield tool
     tool.close()
 
@@ -66,7 +72,8 @@ def leftover_processes(
     Counted: every descendant of a zygote, every process of the uid its runs use (as root:
     `SANDBOX_UID_BASE + pid`), and every process whose command line has `marker`. Not
     counted: the zygotes themselves (with a PID namespace, a stub and its child) and the
-    child each zygote prepared for its next run (named `rs-ready`, at most one per zygote).
+    run each zygote prepared for its next job (a judge named `rs-ready`, at most one per
+    zygote, and the program process it forked, named `rs-ready` too).
     So other sandboxes on the machine (another test run beside this one) never count.
 
     Processes killed at the end of a run may take a moment to die, and their zombies are
@@ -95,9 +102,12 @@ def _leftovers(roots: set[int], marker: str | None) -> list[str]:
             same = procs[child]["cmdline"] == procs.get(root, {}).get("cmdline")
             if same and not procs[child]["name"].startswith("rs-"):
                 exempt.add(child)
+    ready = READY_NAME.decode()
     for zygote in list(exempt):
-        prepared = [c for c in children.get(zygote, []) if procs[c]["name"] == READY_NAME.decode()]
-        exempt.update(prepared[:1])
+        prepared = [c for c in children.get(zygote, []) if procs[c]["name"] == ready]
+        for judge in prepared[:1]:  # the next run's judge and the program process it forked
+            exempt.add(judge)
+            exempt.update(c for c in children.get(judge, [])[:1] if procs[c]["name"] == ready)
     tree: set[int] = set()
     stack = list(roots)
     while stack:

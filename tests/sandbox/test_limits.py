@@ -19,7 +19,7 @@ from rewardsmith.sandbox.probe import parse_reward_records, reward_job
 
 SANDBOX_SRC = Path(__file__).resolve().parents[2] / "src" / "rewardsmith" / "sandbox"
 # The zygote's side: where a run's limits are read.
-ZYGOTE_FILES = ("worker.py", "child.py", "outcome.py")
+ZYGOTE_FILES = ("worker.py", "child.py", "outcome.py", "supervise.py")
 LIMIT_NAMES = {"limits", "job_limits", "prepared"}
 # A reward function whose scores are as long as floats get in a record.
 LONG_FLOATS = (

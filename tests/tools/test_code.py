@@ -75,7 +75,7 @@ def test_humaneval_slice_canonical_and_negative_control(tool: CodeTool) -> None:
     assert [r.score for r in good] == [1.0] * len(records), [r.reason for r in good]
     assert all(r.score is not None and r.score < 1.0 for r in bad)
     # HumanEval/0 has 7 asserts, each its own test; `return None` fails them all
-    assert good[0].components == {"passed": 7.0, "total": 7.0}
+    assert good[0].components == {"passed": 7.0, "total": 7.0, "in_process": 0.0}
     assert bad[0].components["passed"] == 0.0
     assert bad[0].reason.startswith("test 0 failed: AssertionError")
 
@@ -107,7 +107,7 @@ def test_partial_credit_and_strict(tool: CodeTool, strict_tool: CodeTool) -> Non
     [partial] = tool.score([wrong_on_3])
     [strict] = strict_tool.score([wrong_on_3])
     assert partial.score == pytest.approx(2 / 3)
-    assert partial.components == {"passed": 2.0, "total": 3.0}
+    assert partial.components == {"passed": 2.0, "total": 3.0, "in_process": 0.0}
     assert partial.reason == "test 1 failed: AssertionError"
     assert strict.score == 0.0 and strict.components == partial.components
 
@@ -176,7 +176,7 @@ def test_no_code_scores_zero(tool: CodeTool) -> None:
 def test_humaneval_checks_split_into_one_test_per_assert() -> None:
     record = read_dataset(HUMANEVAL_SLICE)[2]  # HumanEval/32: setup lines, then a loop
     suite = parse_reference(json.dumps({k: record[k] for k in ("prompt", "test", "entry_point")}))
-    assert suite.total == 1 and suite.tests[0].startswith("import math")
+    assert suite.total == 1 and suite.tests[0].source.startswith("import math")
 
 
 def test_code_is_a_builtin_tool(library: Library) -> None:
