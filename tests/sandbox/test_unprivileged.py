@@ -10,6 +10,7 @@ empty tmpfs with only those paths bound back, so nothing else of it shows.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -82,37 +83,64 @@ def test_the_attack_suite_passes_as_an_unprivileged_user(user: str) -> None:
     basetemp = Path(tempfile.mkdtemp(prefix="rewardsmith-unprivileged-"))
     shutil.chown(basetemp, user)
     try:
-        _run_attack_suite(user, basetemp)
+        done = _as_user(
+            user,
+            basetemp,
+            [
+                "-m",
+                "pytest",
+                "-q",
+                "-rs",
+                "-p",
+                "no:cacheprovider",
+                f"--basetemp={basetemp / 'pytest'}",
+                *(str(REPO_ROOT / "tests" / "sandbox" / name) for name in ATTACK_FILES),
+            ],
+        )
     finally:
         shutil.rmtree(basetemp, ignore_errors=True)
+    output = done.stdout + done.stderr
+    print(output)  # the summary, with every skip and its reason (pytest -s shows it)
+    assert done.returncode == 0, output[-4000:]
+    skips = [line for line in output.splitlines() if line.startswith("SKIPPED")]
+    assert all(any(reason in line for reason in EXPECTED_SKIPS) for line in skips), skips
 
 
-def _run_attack_suite(user: str, basetemp: Path) -> None:
+def test_an_unprivileged_sandbox_says_what_it_could_not_enforce(user: str) -> None:
+    # Without a cgroup it can write to, the run budget falls back to rlimits and the pool
+    # logs a warning naming what is then only per process.
+    script = (
+        "import json, logging\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "from rewardsmith.sandbox import Sandbox\n"
+        "with Sandbox(workers=1) as box:\n"
+        "    info = box.isolation\n"
+        "    result = box.run('import os; print(os.getuid())')\n"
+        "print(json.dumps({'info': info, 'stdout': result.stdout}))\n"
+    )
+    done = _as_user(user, Path("/tmp"), ["-c", script])
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    info = report["info"]
+    assert not info["root"] and not info["drop_uid"]
+    if info["user_ns"]:  # capabilities dropped, the minimal root and namespaces in place
+        assert info["drop_caps"] and info["minimal_root"] and info["pid_ns"] and info["net_ns"]
+    warned = "per process" in done.stderr
+    assert warned is (info["budget"]["kind"] == "rlimit"), done.stderr
+
+
+def _as_user(user: str, home: Path, python_args: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run this interpreter with `python_args` as `user`, Python's paths made reachable."""
     runuser = shutil.which("runuser") or "/usr/sbin/runuser"
-    command = [
-        runuser,
-        "-u",
-        user,
-        "--",
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-rs",
-        "-p",
-        "no:cacheprovider",
-        f"--basetemp={basetemp / 'pytest'}",
-        *(str(REPO_ROOT / "tests" / "sandbox" / name) for name in ATTACK_FILES),
-    ]
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(basetemp),
+        "HOME": str(home),
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     paths = [*python_paths(), str(REPO_ROOT)]
-    done = subprocess.run(
-        command,
+    return subprocess.run(
+        [runuser, "-u", user, "--", sys.executable, *python_args],
         preexec_fn=lambda: _expose(paths),  # noqa: PLW1509 - root-only set-up before exec
         env=env,
         cwd=str(REPO_ROOT),
@@ -120,8 +148,3 @@ def _run_attack_suite(user: str, basetemp: Path) -> None:
         text=True,
         timeout=600,
     )
-    output = done.stdout + done.stderr
-    print(output)  # the summary, with every skip and its reason (pytest -s shows it)
-    assert done.returncode == 0, output[-4000:]
-    skips = [line for line in output.splitlines() if line.startswith("SKIPPED")]
-    assert all(any(reason in line for reason in EXPECTED_SKIPS) for line in skips), skips
