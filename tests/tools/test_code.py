@@ -242,3 +242,85 @@ def test_tool_pickles_without_its_worker_pool(tool: CodeTool) -> None:
     finally:
         copy.close()
     assert reward.score == 1.0
+
+
+# (reference, holes the program evaluates, the judge's check; "" = the test runs in process)
+SPLIT_CASES = [
+    # the expected side stays with the judge
+    ('{"test_list": ["assert add(1, 2) == 3"]}', ("add(1, 2)",), "__rs_hole_0__ == 3"),
+    # trusted calls around a call into the program are the judge's
+    (
+        '{"test_list": ["assert math.isclose(area(2), 12.56, rel_tol=0.01)"], '
+        '"test_imports": ["import math"]}',
+        ("area(2)",),
+        "math.isclose(__rs_hole_0__, 12.56, rel_tol=0.01)",
+    ),
+    (
+        '{"test_list": ["assert set(f(3)) == set((1, 2))"]}',
+        ("f(3)",),
+        "set(__rs_hole_0__) == set((1, 2))",
+    ),
+    # two calls into the program, in evaluation order
+    ('{"test_list": ["assert f(1) < f(2)"]}', ("f(1)", "f(2)"), "__rs_hole_0__ < __rs_hole_1__"),
+    # a helper the program defines is the program's, whole
+    (
+        '{"test_list": ["assert poly([1, 2], f([1, 2])) == 0"]}',
+        ("poly([1, 2], f([1, 2]))",),
+        "__rs_hole_0__ == 0",
+    ),
+    # statements before the assertion that do not touch the program are the judge's too
+    ("xs = [3, 1, 2]\nassert srt(xs) == sorted(xs)\n", ("srt(xs)",), "__rs_hole_0__ == sorted(xs)"),
+    # a loop, a comprehension over the program, `and`, a program name used as a value
+    ("for x in (1, 2):\n    assert f(x) == x\n", (), ""),
+    ('{"test_list": ["assert all(f(x) for x in (1, 2))"]}', (), ""),
+    ('{"test_list": ["assert f(1) == 1 and f(2) == 2"]}', (), ""),
+    ('{"test_list": ["assert callable(f)"]}', (), ""),
+    # a statement before the assertion that uses the program binds a program name
+    ("y = f(1)\nassert y == 2\n", (), ""),
+]
+
+
+@pytest.mark.parametrize(("reference", "holes", "check"), SPLIT_CASES)
+def test_assertions_split_into_the_programs_calls_and_the_judges_check(
+    reference: str, holes: tuple[str, ...], check: str
+) -> None:
+    [test] = parse_reference(reference).tests
+    assert (test.holes, test.check) == (holes, check)
+    assert test.in_process is (check == "")
+
+
+def test_a_program_that_defines_a_builtin_name_gets_its_calls_back(tool: CodeTool) -> None:
+    # MBPP 126 defines `sum(a, b)`: the tests' `sum` is the program's, not the builtin.
+    reference = '{"test_list": ["assert sum(10, 15) == 6", "assert sum(4, 6) == 3"]}'
+    code = "import math\ndef sum(a, b):\n    return math.gcd(a, b) + 1\n"
+    [reward] = tool.score([Sample(completion=code, reference=reference)])
+    assert reward.score == 1.0, reward.reason
+
+
+def test_truth_assertions_take_the_truth_of_any_value(tool: CodeTool) -> None:
+    # `assert check_str("annie")` with a function returning a re.Match (not plain data).
+    reference = '{"test_list": ["assert starts_vowel(\\"annie\\")", "assert not starts_vowel(\\"dawood\\")"]}'
+    code = "import re\ndef starts_vowel(s):\n    return re.match('[aeiou]', s)\n"
+    [reward] = tool.score([Sample(completion=code, reference=reference)])
+    assert reward.score == 1.0, reward.reason
+
+
+# Tasks whose tests take every path of the split: tolerances, truth tests, set comparisons,
+# loops run in process, helpers from the prompt, a builtin name the solution defines.
+HUMANEVAL_KINDS = ("HumanEval/2", "HumanEval/32", "HumanEval/33", "HumanEval/38", "HumanEval/53")
+MBPP_KINDS = (2, 7, 82, 126, 737, 787)
+
+
+@pytest.mark.skipif(not HUMANEVAL_FULL.exists(), reason="../shared/data/code not present")
+def test_every_kind_of_split_on_real_tasks(tool: CodeTool) -> None:
+    with gzip.open(HUMANEVAL_FULL, "rt") as f:
+        humaneval = [r for r in map(json.loads, f) if r["task_id"] in HUMANEVAL_KINDS]
+    mbpp = [r for r in read_dataset(MBPP_FULL) if r["task_id"] in MBPP_KINDS]
+    records = humaneval + mbpp
+    assert len(records) == len(HUMANEVAL_KINDS) + len(MBPP_KINDS)
+    good = score(tool, list(to_samples(records, "canonical")))
+    bad = score(tool, list(to_samples(records, "return_none")))
+    assert [r.reason for r in good if r.score != 1.0] == []
+    assert [r.score for r in bad if r.score is None or r.score >= 1.0] == []
+    # HumanEval/32 and /53 loop over random inputs: those tests run in process, and say so
+    assert [r.components["in_process"] for r in good[:5]] == [0.0, 1.0, 0.0, 1.0, 1.0]
