@@ -72,8 +72,7 @@ def leftover_processes(
     Counted: every descendant of a zygote, every process of the uid its runs use (as root:
     `SANDBOX_UID_BASE + pid`), and every process whose command line has `marker`. Not
     counted: the zygotes themselves (with a PID namespace, a stub and its child) and the
-    run each zygote prepared for its next job (a judge named `rs-ready`, at most one per
-    zygote, and the program process it forked, named `rs-ready` too).
+    child each zygote prepared for its next run (named `rs-ready`, at most one per zygote).
     So other sandboxes on the machine (another test run beside this one) never count.
 
     Processes killed at the end of a run may take a moment to die, and their zombies are
@@ -102,12 +101,9 @@ def _leftovers(roots: set[int], marker: str | None) -> list[str]:
             same = procs[child]["cmdline"] == procs.get(root, {}).get("cmdline")
             if same and not procs[child]["name"].startswith("rs-"):
                 exempt.add(child)
-    ready = READY_NAME.decode()
     for zygote in list(exempt):
-        prepared = [c for c in children.get(zygote, []) if procs[c]["name"] == ready]
-        for judge in prepared[:1]:  # the next run's judge and the program process it forked
-            exempt.add(judge)
-            exempt.update(c for c in children.get(judge, [])[:1] if procs[c]["name"] == ready)
+        prepared = [c for c in children.get(zygote, []) if procs[c]["name"] == READY_NAME.decode()]
+        exempt.update(prepared[:1])
     tree: set[int] = set()
     stack = list(roots)
     while stack:

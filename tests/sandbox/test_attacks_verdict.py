@@ -1,7 +1,9 @@
 # ruff: noqa: F811 - pytest fixtures imported from sandbox_helpers are test arguments
 """Attacks on the verdict: a program that tampers with its interpreter, the harness, the
-judge or the equality of its values scores 0, because the verdict is decided in the run's
-judge, a process the program cannot touch, on plain data (`rewardsmith.sandbox.judge`)."""
+result channel or the equality of its values scores 0, because each test's verdict is
+decided where the program cannot reach it (the caller, or a judge run), on plain data, and
+the expected side of an assertion never enters the program's process
+(`rewardsmith.tools.code_verdict`)."""
 
 from __future__ import annotations
 
@@ -56,20 +58,21 @@ def in_process_tool() -> Iterator[CodeTool]:
 
 # -- class 1: the verdict inside the program's interpreter ---------------------------------
 
-# Walks every frame up from the program and rewrites what the harness reports: every test
-# "passes", whatever the program computed.
+# Walks every frame up from the program to the harness's reporter and rewrites what it
+# reports: every test "passes", whatever the program computed.
 REWRITE_REPORTS = """
 import sys
 frame = sys._getframe()
 while frame is not None:
     for value in list(frame.f_locals.values()):
-        put = getattr(value, "put", None)
-        if callable(put) and hasattr(value, "parts"):
-            def forged(message, put=put):
-                if "test" in message:
-                    message = {"test": message["test"], "pass": True, "reason": ""}
-                put(message)
-            value.put = forged
+        if hasattr(value, "parts") and hasattr(value, "nonce") and callable(value):
+            cls = type(value)
+            real = cls.__call__
+            def forged(self, kind, index, text="", real=real):
+                if kind in ("test", "values"):
+                    kind, text = "test", "pass"
+                real(self, kind, index, text)
+            cls.__call__ = forged
     frame = frame.f_back
 def add(a, b):
     return 0
@@ -148,17 +151,22 @@ os._exit(0)
     assert reward.status == "error"
 
 
-def test_killing_the_judge(code_tool: CodeTool) -> None:
-    code = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + WRONG
-    reward, elapsed = grade(code_tool, code)
-    assert_zero(code_tool, reward, elapsed)
-    assert reward.status == "error"
-    assert grade(code_tool, "def add(a, b):\n    return a + b\n")[0].score == 1.0
+def test_a_value_crafted_to_hang_the_judge(code_tool: CodeTool) -> None:
+    # 150,000 ints with one hash (multiples of the modulus of int hashing): building the
+    # set in the test's own check takes hours. The judge run hits its limits; the test fails.
+    reference = json.dumps({"test_list": ["assert set(dedupe([1, 2, 2])) == set((1, 2))"]})
+    code = "def dedupe(xs):\n    return [i * (2**61 - 1) for i in range(150_000)]\n"
+    reward, elapsed = grade(code_tool, code, reference)
+    assert reward.score == 0.0 and reward.status == "ok", reward
+    assert "judge run ended with status timeout" in reward.reason
+    assert elapsed < 2 * (LIMITS.wall_seconds + GRACE)  # the program's run, then the judge's
+    assert leftover_processes(code_tool.sandbox.worker_pids()) == []
 
 
-def test_reading_or_tracing_the_judge_and_the_zygote_is_refused(box: Sandbox) -> None:
-    # The judge and the zygote are not dumpable: no /proc/PID/mem, fd/, environ, maps, no
-    # ptrace (only what `ps` shows, stat and status, stays readable).
+def test_reading_or_tracing_the_zygote_is_refused(box: Sandbox) -> None:
+    # The zygote (the run's parent, PID 1) is not dumpable: no /proc/PID/mem, fd/, environ,
+    # maps, no ptrace (only what `ps` shows, stat and status, stays readable). Its pipes
+    # (the caller's jobs, the replies) are out of reach.
     code = """
 import ctypes, os
 opened = []

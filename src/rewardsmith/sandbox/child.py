@@ -1,22 +1,22 @@
-"""A run's two processes: the judge, forked by the zygote, and the program, forked by it.
+"""A run's process: forked by the zygote in advance, confined, then handed one job.
 
-The zygote (`rewardsmith.sandbox.worker`) forks the next run's first process while it is
-idle: the *judge*. It enters its own session, sets the pool's rlimits, drops to the run's
-uid (as root) or gives up every capability (uid 0 of a user namespace), and forks the
-*program process*, which warms its pages and waits. Only then does the judge wait for the
-job, on the caller's own pipe, so a job goes from the caller straight to the process that
-decides the run. It makes itself non-dumpable (the program cannot ptrace it or open its
-/proc/PID/mem or fd/), tells the zygote it has started, and hands the program process its
-part of the job (`judge.program_part`: no checks, no judge setup, no nonce). The program
-process runs the harness (`harness.py`) and reports to the judge on a pipe of its own; the
-judge decides each decomposed test, relays the rest, and writes the run's records on the
-result channel, which only it holds (`judge.py`).
-
-A job whose limits are lower than the prepared ones lowers them; a job that needs higher
+The zygote (`rewardsmith.sandbox.worker`) forks the next run's child while it is idle, into
+the run cgroup (`budget.py`). The child does everything that does not depend on the job
+*before* the job exists: it enters its own session, moves its pipes into place, warms its
+pages, enters its empty working directory, sets the pool's rlimits, drops to the run's uid
+(as root) or gives up every capability (uid 0 of a user namespace), and offers itself first
+to the kernel's OOM killer should the run's memory budget run out. Then it waits for the job
+on the caller's own pipe, so a job goes from the caller straight to the process that runs
+it, and tells the zygote it has started (the zygote starts the deadline and supervises). A
+job whose limits are lower than the prepared ones lowers them; a job that needs higher
 limits (or, with a cgroup budget, any other memory or process budget) goes back to the
-zygote, which forks a judge prepared for exactly those limits and passes the job on (the
-slow path of per-call limit overrides). Messages on the pipes are
-`rewardsmith.sandbox.process`'s framing: length-prefixed JSON, never pickle.
+zygote, which forks a child prepared for exactly those limits and passes the job on, as
+bytes, after the fork (the slow path of per-call limit overrides).
+
+What the job holds is the program's to read: the program, its setup, the calls to evaluate.
+Never an expected value: those stay with the caller, or go to a judge run of their own
+(`harness.py`, `judge.py`). Messages on the pipes are `rewardsmith.sandbox.process`'s
+framing: length-prefixed JSON, never pickle.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-import select
 import signal
 import sys
 import time
@@ -32,46 +31,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardsmith.sandbox import _linux, harness
-from rewardsmith.sandbox.judge import Judge, ProtocolError, Records, program_part
-from rewardsmith.sandbox.process import (
-    HEADER_BYTES,
-    FrameError,
-    decode_body,
-    encode,
-    read_frame,
-    recv,
-    send,
-    write_all,
-)
+from rewardsmith.sandbox.process import encode, recv, send, write_all
 
-# The judge's descriptors are moved here (above anything the zygote holds), then the rest
-# is closed.
-FD_BASE = 200
+# The result pipe is moved to a random descriptor at or above this number.
+RESULT_FD_MIN = 200
 # Stdin up to this size goes through a pipe (its buffer holds 64 KiB), larger through a file.
 PIPE_STDIN_BYTES = 60_000
-# Process names (`comm`): a prepared process waiting for its job, a judge deciding a run, a
-# run's program (inherited by every process it starts, until it execs another program).
+# Process names (`comm`): a prepared child waiting for its job, and a run (inherited by
+# every process the run starts, until it execs another program).
 READY_NAME = b"rs-ready"
-JUDGE_NAME = b"rs-judge"
 RUN_NAME = b"rs-run"
 # The limits that are rlimits (the rest, wall time and output sizes, the zygote enforces).
 RLIMIT_FIELDS = ("cpu_seconds", "memory_mb", "file_size_mb", "open_files", "processes")
 # The limits a cgroup budget holds for the whole zygote: a job must match them exactly.
 BUDGET_FIELDS = ("memory_mb", "processes")
-# The program process's OOM score: if the run's memory budget runs out, the kernel kills
-# the program (and what it started) before the judge.
-PROGRAM_OOM_SCORE = 1000
+# The run's OOM score: if its memory budget runs out, the kernel kills it and what it
+# started before anything else of the zygote's.
+RUN_OOM_SCORE = 1000
 
 
 def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any], budget: bool) -> bool:
-    """Whether a run prepared with `prepared` limits can take a job: rlimits can only be
+    """Whether a child prepared with `prepared` limits can take a job: rlimits can only be
     lowered, and a cgroup budget (`budget`) only changes between runs."""
     if budget and any(job_limits[name] != prepared[name] for name in BUDGET_FIELDS):
         return False
     return all(job_limits[name] <= prepared[name] for name in RLIMIT_FIELDS)
 
 
-# A small program each prepared program process compiles and runs while it waits for a job:
+# A small program each pre-forked child compiles and runs while it waits for a job:
 # it touches the pages that compiling and running typical test code touch (copy-on-write
 # faults, ~1 ms in a VM), so the run itself does not wait for them.
 _WARM_UP_SOURCE = """
@@ -110,11 +97,6 @@ def _set_rlimits(limits: Mapping[str, Any], base_vm: int) -> None:
         resource.setrlimit(res, value)
 
 
-def _lower(limits: Mapping[str, Any], job_limits: Mapping[str, Any], base_vm: int) -> None:
-    if any(job_limits[name] != limits[name] for name in RLIMIT_FIELDS):
-        _set_rlimits(job_limits, base_vm)
-
-
 def _attach_stdin(data: str | None) -> None:
     """Give the program its stdin: a pipe already holding the data, or a removed file."""
     raw = (data or "").encode()
@@ -145,22 +127,28 @@ def run_child(
     drop_caps: bool,
     budget: bool,
 ) -> None:
-    """The judge: prepare, fork the program process, wait for the job, decide. Never returns.
+    """The pre-forked child: prepare, wait for the job on `fds["job"]`, run it. Never returns.
 
-    `fds`: `job` (where the job arrives), `ctrl` (messages to the zygote), `out`, `err` (the
-    program's stdout and stderr), `res` (the result records). `drop_caps`: give up every
-    capability (uid 0 of a user namespace); `budget`: a cgroup holds the run's budget."""
+    `fds`: `job` (where the job arrives), `ctrl` (messages to the zygote), `out`, `err`,
+    `res` (the program's stdout, stderr and the harness's result records). `drop_caps`: give
+    up every capability (uid 0 of a user namespace); `budget`: a cgroup holds the budget.
+    """
     try:
         _linux.set_process_name(READY_NAME)
         os.setsid()
         for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        names = ("job", "ctrl", "res", "out", "err")
-        for i, name in enumerate(names):
-            os.dup2(fds[name], FD_BASE + i)
-        os.closerange(3, FD_BASE)
-        os.closerange(FD_BASE + len(names), 65536)
-        job_fd, ctrl_fd, res_fd, out_fd, err_fd = range(FD_BASE, FD_BASE + len(names))
+        os.dup2(fds["out"], 1)
+        os.dup2(fds["err"], 2)
+        result_fd = RESULT_FD_MIN + int.from_bytes(os.urandom(2), "big") % 600
+        os.dup2(fds["res"], result_fd)
+        ctrl_fd = os.dup2(fds["ctrl"], result_fd + 1)
+        job_fd = os.dup2(fds["job"], result_fd + 2)
+        os.closerange(3, result_fd)
+        os.closerange(job_fd + 1, 65536)
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(RUN_OOM_SCORE))
+        exec(compile(_WARM_UP_SOURCE, "<warm-up>", "exec"), {"__name__": "warm_up"})
         os.chdir(workdir)
         base_vm = _vm_bytes()
         _set_rlimits(limits, base_vm)
@@ -170,24 +158,14 @@ def run_child(
             os.setuid(uid)
         elif drop_caps:
             _linux.drop_capabilities()
+        # Its own /proc/self (fd/, maps) readable, as for any process (the zygote is not).
+        _linux.prctl(_linux.PR_SET_DUMPABLE, 1)
         os.environ["HOME"] = workdir  # the rest was set once in the zygote
         sys.argv = ["sandbox"]
-        part_r, part_w = os.pipe()
-        report_r, report_w = os.pipe()
-        program = os.fork()
-        if program == 0:
-            for fd in (job_fd, ctrl_fd, res_fd, part_w, report_r):
-                os.close(fd)
-            _program_process(part_r, report_w, out_fd, err_fd, limits, base_vm)
-        for fd in (part_r, report_w, out_fd, err_fd):
-            os.close(fd)
-        # From here on the program cannot ptrace us nor open our /proc/PID/{mem,fd,environ}.
-        _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
         send(ctrl_fd, {"ready": True})
-        raw = read_frame(job_fd)
-        _linux.set_process_name(JUDGE_NAME)
+        job = recv(job_fd)
+        _linux.set_process_name(RUN_NAME)
         os.close(job_fd)
-        job = None if raw is None else decode_body(raw[HEADER_BYTES:])
         if job is None:  # the caller closed its pipe: the zygote ends too
             send(ctrl_fd, {"eof": True})
             os._exit(0)
@@ -196,129 +174,18 @@ def run_child(
             send(ctrl_fd, {"respawn": job_limits})
             write_all(ctrl_fd, encode(job))
             os._exit(0)
-        _lower(limits, job_limits, base_vm)
+        if any(job_limits[name] != limits[name] for name in RLIMIT_FIELDS):
+            _set_rlimits(job_limits, base_vm)
         send(ctrl_fd, {"start": time.monotonic(), "limits": job_limits, "nonce": job["nonce"]})
         os.close(ctrl_fd)
-        send(part_w, program_part(job))
-        os.close(part_w)
-        _judge(job, program, report_r, res_fd, int(job_limits["channel_bytes"]))
-    except BaseException:
-        pass
-    os._exit(120)
-
-
-def _judge(job: Mapping[str, Any], program: int, report_fd: int, res_fd: int, cap: int) -> None:
-    """Decide the run from the program's reports; write the records; exit. Never returns."""
-    records = Records(job["nonce"])
-    judge = Judge(job, records)
-    judge.run_setup()
-    broke = True
-    try:
-        _drive(judge, program, report_fd, cap)
-        broke = False
-    except ProtocolError as exc:
-        records.add("error", 0, f"the program's process tampered with the harness: {exc}")
-    except _Overflow:
-        records.add("overflow", 0, f"the program's results exceeded {cap} bytes")
-    cpu = 0.0
-    if judge.exit_code is not None and not broke:
-        status = (judge.exit_code & 0xFF) << 8  # what waitpid would say for exit(code)
-    else:
-        if broke:
-            with contextlib.suppress(OSError):
-                os.kill(program, signal.SIGKILL)
-        _, status, usage = os.wait4(program, 0)
-        cpu = usage.ru_utime + usage.ru_stime
-    judge.done()
-    records.add("exit", status, f"{cpu:.3f}")
-    write_all(res_fd, records.take())
-    os._exit(0)
-
-
-class _Overflow(Exception):
-    """The program's reports exceed `channel_bytes`."""
-
-
-# A frame header claiming this many bytes or more was not written by the harness.
-IMPLAUSIBLE_BYTES = 1 << 40
-
-
-def _drive(judge: Judge, program: int, fd: int, cap: int) -> None:
-    """Feed the program's messages to the judge until its `exit`, its death, or a breach."""
-    pidfd = os.pidfd_open(program)
-    os.set_blocking(fd, False)
-    buffer = bytearray()
-    total = 0
-    alive = True
-    while not judge.finished:
-        ready, _, _ = select.select([fd, pidfd] if alive else [fd], [], [], None if alive else 0)
-        if pidfd in ready:
-            alive = False  # drain what it wrote before it died, then stop
-        if fd not in ready:
-            if alive or pidfd in ready:
-                continue  # it just died: one more look at the pipe, without waiting
-            if buffer:
-                raise ProtocolError("a message cut short")
-            return
         try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            if buffer:
-                raise ProtocolError("a message cut short")
-            return
-        total += len(chunk)
-        if total > cap:
-            raise _Overflow
-        buffer += chunk
-        while len(buffer) >= HEADER_BYTES and not judge.finished:
-            size = int.from_bytes(buffer[:HEADER_BYTES], "big")
-            if size > cap:  # no harness message is anywhere near 2**40 bytes: not one of ours
-                raise _Overflow if size < IMPLAUSIBLE_BYTES else ProtocolError("a forged frame")
-            if len(buffer) < HEADER_BYTES + size:
-                break
-            body = bytes(buffer[HEADER_BYTES : HEADER_BYTES + size])
-            del buffer[: HEADER_BYTES + size]
-            try:
-                judge.handle(decode_body(body))
-            except (FrameError, KeyError, TypeError) as exc:
-                raise ProtocolError(f"a message that breaks the framing ({exc})") from None
-
-
-def _program_process(
-    part_fd: int,
-    report_fd: int,
-    out_fd: int,
-    err_fd: int,
-    limits: Mapping[str, Any],
-    base_vm: int,
-) -> None:
-    """The program process: warm up, take its part from the judge, run it. Never returns."""
-    try:
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        os.close(out_fd)
-        os.close(err_fd)
-        # Its own /proc/self (fd/, maps) readable, as for any process.
-        _linux.prctl(_linux.PR_SET_DUMPABLE, 1)
-        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
-            f.write(str(PROGRAM_OOM_SCORE))
-        exec(compile(_WARM_UP_SOURCE, "<warm-up>", "exec"), {"__name__": "warm_up"})
-        part = recv(part_fd)
-        os.close(part_fd)
-        if part is None:  # the judge is gone (the caller closed its pipe)
-            os._exit(0)
-        _linux.set_process_name(RUN_NAME)
-        _lower(limits, part["limits"], base_vm)
-        try:
-            _attach_stdin(part.get("stdin"))
+            _attach_stdin(job.get("stdin"))
         except OSError as exc:
             os.write(2, f"sandbox: cannot pass stdin to the program: {exc}\n".encode())
             os._exit(1)
         # sys.stdin/stdout/stderr are the zygote's own objects on fds 0-2, never used there, so
         # their buffers are empty: reusing them saves building new ones on every run.
-        harness.run(part, report_fd)
+        harness.run(job, result_fd)
     except BaseException:
         pass
     os._exit(120)

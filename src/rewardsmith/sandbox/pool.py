@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from rewardsmith.sandbox import budget
 from rewardsmith.sandbox.process import WorkerLost, WorkerProcess
-from rewardsmith.sandbox.supervise import RECORD_OVERHEAD_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +127,7 @@ class ExecutionResult:
 
 def _reply_bytes(limits: SandboxLimits) -> int:
     """The most a zygote's reply to a run under `limits` can take: the reader's cap."""
-    captured = 2 * limits.output_bytes + limits.channel_bytes + RECORD_OVERHEAD_BYTES
+    captured = 2 * limits.output_bytes + limits.channel_bytes
     return REPLY_ESCAPE_FACTOR * captured + REPLY_OVERHEAD_BYTES
 
 

@@ -142,8 +142,6 @@ def parse_reward_records(
             continue
         if kind == "error":
             return ChannelFailure(False, f"the harness reported: {text}")
-        if kind == "overflow":
-            return ChannelFailure(False, f"{text} (SandboxLimits.channel_bytes)")
         if kind == "load":
             if index != "ok":
                 return ChannelFailure(True, text or "the code did not load")

@@ -1,7 +1,7 @@
 """The zygote watching one run: its deadline, its output, its memory budget.
 
 `supervise` reads the run's stdout, stderr and result records (`outcome.Capture`) until the
-judge's last record (`NONCE exit STATUS CPU`) or the judge's death, ends the run at its
+harness's last record (`NONCE exit CODE`) or the child's death, ends the run at its
 deadline or when the kernel reports an OOM kill in its cgroup (`budget.py`), and returns
 the zygote's reply (`outcome.reply`).
 
@@ -24,8 +24,6 @@ from typing import Any
 
 from rewardsmith.sandbox.outcome import Capture, reply
 
-# Room for the judge's own text around the program's results (nonce, kind, index per record).
-RECORD_OVERHEAD_BYTES = 1 << 20
 # Past `wall_seconds`, the deadline is checked again at least this often.
 MIN_STEP_SECONDS = 0.05
 
@@ -65,16 +63,16 @@ def supervise(
     kill: Callable[[int], None],
     wait: Callable[[Any], tuple[int, Any]],
 ) -> dict[str, Any]:
-    """Watch `run` (a prepared run that took its job, `started` its start message) to its
+    """Watch `run` (a prepared child that took its job, `started` its start message) to its
     end; `run_pids` lists its live processes, `kill` ends all of them, `wait` reaps the
-    judge. Returns the reply for the caller."""
+    child. Returns the reply for the caller."""
     limits = started["limits"]
-    start = min(float(started["start"]), time.monotonic())  # the judge's clock is ours
+    start = min(float(started["start"]), time.monotonic())  # the child's clock is ours
     out_limit = int(limits["output_bytes"])
     captures = {
         "out": Capture(run.fds["out"], out_limit),
         "err": Capture(run.fds["err"], out_limit),
-        "res": Capture(run.fds["res"], int(limits["channel_bytes"]) + RECORD_OVERHEAD_BYTES),
+        "res": Capture(run.fds["res"], int(limits["channel_bytes"])),
     }
     for cap in captures.values():
         os.set_blocking(cap.fd, False)
@@ -86,7 +84,7 @@ def supervise(
     oom_read = [budget.oom_fd] if budget.oom_fd is not None and budget.oom_fd_is_event else []
     oom_except = [budget.oom_fd] if budget.oom_fd is not None and not oom_read else []
     timed_out = oom_event = False
-    reported: tuple[int, float] | None = None
+    reported: int | None = None
     open_fds = {cap.fd: cap for cap in captures.values()}
     while True:
         remaining = deadline - time.monotonic()
@@ -107,14 +105,14 @@ def supervise(
         for fd in ready:
             if fd in open_fds and not open_fds[fd].read():
                 del open_fds[fd]
-        if run.pidfd in ready:  # the judge is gone: what it wrote is all in the pipe
+        if run.pidfd in ready:  # the child is gone: what it wrote is all in the pipe
             res = captures["res"]
             while res.fd in open_fds and select.select([res.fd], [], [], 0)[0]:
                 if not res.read():
                     del open_fds[res.fd]
-        # The program closes stdout/stderr before its last report, so by the judge's exit
-        # record their data is in the pipes: no need to wait for their end of file.
-        reported = captures["res"].exit_record(exit_marker)
+        # The harness closes stdout/stderr before its exit record, so by then their data
+        # is in the pipes: no need to wait for their end of file (fewer wake-ups).
+        reported = captures["res"].exit_code(exit_marker)
         if reported is not None or run.pidfd in ready:
             break
     kill(run.pid)
@@ -133,7 +131,7 @@ def supervise(
     run.fds = {}
     duration = time.monotonic() - start
     if reported is not None:
-        status, cpu_used = reported
+        status = (reported & 0xFF) << 8  # what waitpid would say for exit(code)
     oom = oom_event or budget.oom_kills() > oom_before
     return reply(
         status,

@@ -7,17 +7,18 @@ mount and IPC namespaces, the run budget's cgroup, the minimal root with a fresh
 children inherit all of it), makes itself non-dumpable and pre-imports the modules tests
 use.
 
-Each run's judge is forked in advance, into the run cgroup, while the zygote is idle
-(`child.py`): it sets the pool's rlimits, drops to the run's uid (as root), enters an empty
-working directory, forks the program process and only then waits for a job, reading it
-straight from the caller's pipe (length-prefixed JSON; never pickle). It tells the zygote
-when it starts; the zygote enforces the deadline, clips output, watches the memory budget
-(`supervise.py`), answers the caller as soon as the judge reports its exit, then kills every
-process of the run (as PID 1: `kill(-1)`; otherwise, as a child subreaper, its whole
-process tree; and whatever is left in the run cgroup), reaps, removes the directory, wipes
-the private /tmp and forks the next judge. Nothing in this process ever runs untrusted code
-or holds a job (a job that needs other limits passes through as bytes, after the fork), and
-no run inherits anything from an earlier one (a fresh fork, a fresh directory).
+Each run gets a child forked in advance, into the run cgroup, while the zygote is idle
+(`child.py`): it warms its pages, sets the pool's rlimits, drops to the run's uid (as root)
+or its capabilities (in a user namespace), enters an empty working directory and only then
+waits for a job, reading it straight from the caller's pipe (length-prefixed JSON; never
+pickle). It tells the zygote when it starts; the zygote enforces the deadline, clips
+output, watches the memory budget (`supervise.py`), answers the caller as soon as the
+harness reports its exit, then kills every process of the run (as PID 1: `kill(-1)`;
+otherwise, as a child subreaper, its whole process tree; and whatever is left in the run
+cgroup), reaps, removes the directory, wipes the private /tmp and forks the next child.
+Nothing in this process ever runs untrusted code or holds a job (a job that needs other
+limits passes through as bytes, after the fork), and no run inherits anything from an
+earlier one (a fresh fork, a fresh directory).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ class Zygote:
         self, info: dict[str, Any], job_fd: int, limits: dict[str, Any], run_budget: Any
     ) -> None:
         self.info = info
-        self.job_fd = job_fd  # the caller's pipe: prepared judges read their job from it
+        self.job_fd = job_fd  # the caller's pipe: prepared children read their job from it
         self.limits = limits  # what every prepared run's limits are set to
         self.budget = run_budget
         self.budget_limits = (limits["memory_mb"], limits["processes"])  # the cgroup's now
@@ -132,15 +133,14 @@ class Zygote:
         os.chmod(self.tmp_root, 0o711)
         self.pending: _Pending | None = None
         self.current: _Pending | None = None
-        # The exit of the prepared judge when `_reap` collected it (it ran a job meanwhile).
+        # The exit of the prepared child when `_reap` collected it (it ran a job meanwhile).
         self.pending_exit: tuple[int, int, resource.struct_rusage] | None = None
 
     # -- the run ----------------------------------------------------------------------------
 
     def prefork(self) -> None:
-        """Fork the next run's judge now, while idle: it prepares itself and the program
-        process, then waits for its job on the caller's pipe, so a job does not wait for the
-        forks or the set-up."""
+        """Fork the next run's child now, while idle: it prepares itself and then waits for
+        its job on the caller's pipe, so a job does not wait for the fork or the set-up."""
         if self.pending is None:
             self.pending = self._fork(self.limits, self.job_fd)
 
@@ -154,7 +154,7 @@ class Zygote:
             os.chown(workdir, self.uid, self.uid)
         os.chmod(workdir, 0o700)
         pipes = {name: os.pipe() for name in ("ctrl", "out", "err", "res")}
-        # Born in the run cgroup: the judge, the program and all they start share its budget.
+        # Born in the run cgroup: the run and everything it starts share its budget.
         self.budget.enter()
         try:
             pid = os.fork()
@@ -176,10 +176,10 @@ class Zygote:
         return _Pending(pid, workdir, mine, from_caller=job_fd == self.job_fd)
 
     def serve(self) -> dict[str, Any] | None:
-        """Supervise the next run: the prepared judge takes the caller's next job, we enforce
+        """Supervise the next run: the prepared child takes the caller's next job, we enforce
         its limits and return the reply. None: the caller closed its pipe (we are done).
 
-        When the judge reports its exit (its last record), the reply goes out at once and
+        When the harness reports its exit (its last record), the reply goes out at once and
         the run's teardown, reaping and clean-up happen in `finish`, before the next job;
         otherwise (a crash, a signal, a timeout) we wait for the exit here.
         """
@@ -200,9 +200,9 @@ class Zygote:
                 return None
             if "respawn" not in message:
                 break
-            # The job needs other limits than the prepared judge has: a judge prepared for
-            # exactly those, forked before the job is read here (it never inherits the job,
-            # nor does the program process it forks), which then gets it on a private pipe.
+            # The job needs other limits than the prepared child has: a child prepared for
+            # exactly those, forked before the job is read here (so it never inherits the
+            # job from our memory), which then gets it on a private pipe.
             job_limits = message["respawn"]
             read_end, write_end = os.pipe()
             fresh = self._fork(job_limits, read_end)
@@ -268,13 +268,13 @@ class Zygote:
         shutil.rmtree(run.workdir, ignore_errors=True)
 
     def finish(self) -> None:
-        """After the reply: reap the run, remove its directory, fork the next judge."""
+        """After the reply: reap the run, remove its directory, fork the next child."""
         run, self.current = self.current, None
         if run is not None:
             self._retire(run)
             self._drain()
             self._wipe_private_tmp()
-        # Only now: the next judge takes its job from the caller's pipe as soon as it is
+        # Only now: the next child takes its job from the caller's pipe as soon as it is
         # ready, so the private /tmp must already be clean and the budget whole for it.
         self.prefork()
         self._reap()
@@ -383,7 +383,7 @@ class Zygote:
 
 
 def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
-    """The zygote: `job_fd` brings jobs from the pool (prepared judges read them from it
+    """The zygote: `job_fd` brings jobs from the pool (prepared children read them from it
     directly), replies go out on `reply_fd`; `config` has the pool's `limits`, `preload`,
     `namespaces`, `read_only_paths` and the caller's pid."""
     limits = dict(config["limits"])
@@ -409,7 +409,7 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
     except OSError:
         info["no_new_privs"] = False
     # Runs cannot ptrace us, nor open our /proc/1/{mem,fd,environ} (they may share our uid
-    # in a user namespace); inherited by each judge, which the program process is not.
+    # in a user namespace); each run makes itself dumpable again for its own /proc/self.
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
     # As root, runs get a uid of their own, if Python is readable for it (in the minimal
     # root it is, wherever it lives); uid 0 of a user namespace gives up its capabilities.

@@ -24,7 +24,6 @@ from __future__ import annotations
 import secrets
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.errors import ConfigError, InvalidReferenceError
@@ -34,13 +33,19 @@ from rewardsmith.tools.code_reference import (
     TestSuite,
     build_program,
     extract_code,
-    normalize_output,
     parse_reference,
 )
 from rewardsmith.tools.code_split import program_names
-from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
+from rewardsmith.tools.code_verdict import (
+    Outcome,
+    judge_job,
+    read_records,
+    settle,
+    stdio_outcome,
+)
+from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
-__all__ = ["CodeTool", "extract_code", "parse_reference", "read_records"]
+__all__ = ["CodeTool", "extract_code", "parse_reference"]
 
 # Programs longer than this are not run: no real solution is that long, and the source has
 # to travel through a pipe and be compiled.
@@ -49,71 +54,6 @@ MAX_CODE_CHARS = 100_000
 STDOUT_LIMIT_BYTES = 1_000_000
 # Reasons quote at most this much of a failure message.
 REASON_CHARS = 160
-
-
-@dataclass
-class _Outcome:
-    passed: int = 0
-    total: int = 0
-    status: Status = "ok"
-    reason: str = ""
-    failures: list[str] = field(default_factory=list)
-
-
-def read_records(result: ExecutionResult, nonce: str, total: int) -> _Outcome:
-    """Check the judge's records: exactly `load`, tests 0..total-1 in order, `done`.
-
-    Only the judge writes them; anything else on the channel (a line without the nonce, a
-    duplicate, a test out of order) means the channel was broken into, and the run scores 0.
-    """
-    out = _Outcome(total=total)
-    verdicts: list[bool] = []
-    loaded: bool | None = None
-    done = False
-    for line in result.channel.splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or parts[0] != nonce:
-            return _Outcome(0, total, "error", "result channel tampered with (unsigned record)")
-        kind, index, text = parts[1], parts[2], parts[3] if len(parts) > 3 else ""
-        if kind in ("memory", "exit"):
-            continue
-        if kind == "error":
-            return _Outcome(0, total, "error", f"harness error: {text}"[:REASON_CHARS])
-        if (
-            done
-            or (kind != "load" and loaded is not True)
-            or (kind == "load" and loaded is not None)
-        ):
-            return _Outcome(0, total, "error", "result channel tampered with (bad sequence)")
-        if kind == "load":
-            loaded = index == "ok"
-            if not loaded:
-                out.failures.append(f"program failed to load: {text}")
-        elif kind == "test":
-            if index != str(len(verdicts)) or len(verdicts) >= total:
-                return _Outcome(0, total, "error", "result channel tampered with (bad test index)")
-            verdicts.append(text == "pass")
-            if text != "pass":
-                out.failures.append(f"test {index} failed: {text.removeprefix('fail ')}")
-        elif kind == "done":
-            if index != str(total) or len(verdicts) != total:
-                return _Outcome(0, total, "error", "result channel tampered with (bad count)")
-            done = True
-        else:
-            return _Outcome(0, total, "error", "result channel tampered with (unknown record)")
-    out.passed = sum(verdicts)
-    if result.status != "ok":
-        out.passed = 0
-        out.status = "timeout" if result.status == "timeout" else "error"
-        out.reason = f"{result.status}: {result.reason}"
-    elif loaded is False:
-        out.reason = out.failures[0]
-    elif not done:
-        out.passed = 0
-        out.status = "error"
-        reported = len(verdicts)
-        out.reason = f"program ended before the tests finished ({reported} of {total} reported)"
-    return out
 
 
 class CodeTool(RewardTool):
@@ -208,9 +148,25 @@ class CodeTool(RewardTool):
         grouped: dict[int, tuple[TestSuite, list[tuple[dict[str, Any], ExecutionResult]]]] = {}
         for (i, suite), job, result in zip(owners, jobs, results, strict=True):
             grouped.setdefault(i, (suite, []))[1].append((job, result))
-        for i, (suite, runs) in grouped.items():
-            rewards[i] = self._reward(suite, runs)
+        outcomes = {i: self._outcome(suite, runs) for i, (suite, runs) in grouped.items()}
+        self._judge(grouped, outcomes)
+        for i, (suite, _) in grouped.items():
+            rewards[i] = self._reward(suite, outcomes[i])
         return [r for r in rewards if r is not None]
+
+    @staticmethod
+    def _outcome(suite: TestSuite, runs: list[tuple[dict[str, Any], ExecutionResult]]) -> Outcome:
+        if suite.format == "stdio":
+            return stdio_outcome(runs)
+        job, result = runs[0]
+        return read_records(result, job["nonce"], suite)
+
+    def _judge(self, grouped: dict[int, Any], outcomes: dict[int, Outcome]) -> None:
+        """Second round: one judge run per sample whose tests need one (`code_verdict`)."""
+        waiting = [i for i, outcome in outcomes.items() if outcome.pending]
+        jobs = [judge_job(grouped[i][0], outcomes[i], secrets.token_hex(16)) for i in waiting]
+        for i, job, result in zip(waiting, jobs, self.sandbox.map(jobs), strict=True):
+            settle(outcomes[i], result, job["nonce"])
 
     def _shadowed(
         self, reference: Any, suite: TestSuite, code: str, cache: dict[Any, Any]
@@ -265,14 +221,7 @@ class CodeTool(RewardTool):
             }
         ]
 
-    def _reward(
-        self, suite: TestSuite, runs: list[tuple[dict[str, Any], ExecutionResult]]
-    ) -> Reward:
-        if suite.format == "stdio":
-            outcome = self._stdio_outcome(runs)
-        else:
-            job, result = runs[0]
-            outcome = read_records(result, job["nonce"], suite.total)
+    def _reward(self, suite: TestSuite, outcome: Outcome) -> Reward:
         components = {
             "passed": float(outcome.passed),
             "total": float(outcome.total),
@@ -282,28 +231,7 @@ class CodeTool(RewardTool):
             return make_reward(self.spec, 0.0, outcome.status, outcome.reason, components)
         fraction = outcome.passed / outcome.total if outcome.total else 0.0
         score = float(fraction == 1.0) if self.strict else fraction
-        reason = outcome.reason or (
-            outcome.failures[0] if outcome.failures else f"passed {outcome.passed}/{outcome.total}"
-        )
-        if suite.in_process and not outcome.failures and not outcome.reason:
+        reason = outcome.first_failure() or f"passed {outcome.passed}/{outcome.total}"
+        if suite.in_process and outcome.passed == outcome.total:
             reason += f" ({suite.in_process} judged inside the program's process)"
         return make_reward(self.spec, score, "ok", reason[:REASON_CHARS], components)
-
-    @staticmethod
-    def _stdio_outcome(runs: list[tuple[dict[str, Any], ExecutionResult]]) -> _Outcome:
-        out = _Outcome(total=len(runs))
-        for case, (job, result) in enumerate(runs):
-            if result.status == "timeout":
-                return _Outcome(0, len(runs), "timeout", f"case {case}: {result.reason}")
-            if result.status in ("memory", "killed", "error"):
-                return _Outcome(
-                    0, len(runs), "error", f"case {case}: {result.status}: {result.reason}"
-                )
-            if result.status != "ok":
-                tail = result.stderr.strip().splitlines()[-1:] or [result.reason]
-                out.failures.append(f"case {case} failed: {tail[0]}")
-            elif normalize_output(result.stdout) != normalize_output(job["expected"]):
-                out.failures.append(f"case {case}: wrong output")
-            else:
-                out.passed += 1
-        return out

@@ -40,6 +40,12 @@ HOLE_NAME = "__rs_hole_{}__"
 EQ_HELPER = "__rewardsmith_eq__"
 
 _BUILTINS = frozenset(dir(builtins))
+# A check that calls one of these could run a value the program returned as code: such an
+# assertion runs in the program's process instead (where that code ran anyway).
+_RUNS_CODE = frozenset(
+    {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "open", "input"}
+    | {"globals", "locals", "vars", "breakpoint", "memoryview"}
+)
 # Expressions whose parts are not all evaluated, or evaluated in a scope of their own: a call
 # into the program inside one cannot be lifted out and evaluated up front.
 _OPAQUE = (
@@ -71,21 +77,27 @@ class SplitTest:
     judge_pre: str = ""
     code: str = ""
     truth: bool = False  # the assertion tests the hole's truth: the program sends bool(value)
+    op: str = ""  # a check the caller decides: "==", "!=", "is", "is not", "truth", "not"
+    expected: str = ""  # ...against this literal (the source of a constant, list, dict...)
     builtins: frozenset[str] = frozenset()  # builtins the judge's check and setup call
+
+    @property
+    def needs_judge(self) -> bool:
+        """Decomposed, with a check only a judge run can evaluate (it runs code)."""
+        return bool(self.check) and not self.op
 
     @property
     def in_process(self) -> bool:
         return not self.check
 
     def job(self) -> dict[str, object]:
-        """The test as a sandbox `tests` job lists it (`rewardsmith.sandbox.harness`)."""
+        """The test as a program run's `tests` job lists it (`rewardsmith.sandbox.harness`):
+        never the check or the expected side."""
         if self.in_process:
             return {"code": self.code}
         return {
             "pre": self.pre,
             "holes": list(self.holes),
-            "check": self.check,
-            "judge_pre": self.judge_pre,
             "truth": self.truth,
         }
 
@@ -227,6 +239,7 @@ def split_one(
     holes, check, truth = split
     judge_pre = "\n".join(ast.unparse(s) for s in clean_pre)
     used = free_names(parse_quietly(f"{judge_pre}\n{check}"))
+    op, expected = _simple(check) if len(holes) == 1 else ("", "")
     return SplitTest(
         source,
         pre="\n".join(ast.unparse(s) for s in pre),
@@ -234,8 +247,41 @@ def split_one(
         check=check,
         judge_pre=judge_pre,
         truth=truth,
+        op=op,
+        expected=expected,
         builtins=frozenset(n for n in used if n in _BUILTINS and n not in names.trusted),
     )
+
+
+_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
+
+
+def _simple(check: str) -> tuple[str, str]:
+    """(op, literal) when a check with one hole is a comparison with a literal or a truth
+    test, which the caller decides on plain data without running any code; else ("", "")."""
+    hole = HOLE_NAME.format(0)
+    node = ast.parse(check, mode="eval").body
+    if isinstance(node, ast.Name) and node.id == hole:
+        return "truth", ""
+    operand = (
+        node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else None
+    )
+    if isinstance(operand, ast.Name) and operand.id == hole:
+        return "not", ""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
+        sides = (node.left, node.comparators[0])
+        for this, other in (sides, sides[::-1]):
+            if isinstance(this, ast.Name) and this.id == hole and _is_literal(other):
+                return _OPS[type(node.ops[0])], ast.unparse(other)
+    return "", ""
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _decomposed(stmt: ast.stmt, names: Names) -> tuple[tuple[str, ...], str, bool] | None:
@@ -260,6 +306,8 @@ def _decomposed(stmt: ast.stmt, names: Names) -> tuple[tuple[str, ...], str, boo
             return super().visit(node)
 
     check = ast.unparse(ast.fix_missing_locations(_Fill().visit(expr)))
+    if free_names(ast.parse(check)) & _RUNS_CODE:
+        return None  # it would run what the program returned as code, in the judge
     return sources, check, truth
 
 
