@@ -209,14 +209,17 @@ def test_cli_convert_then_score(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not HUMANEVAL_FULL.exists(), reason="../shared/data/code not present")
-def test_full_humaneval(tool: CodeTool) -> None:
+def test_full_humaneval(tool: CodeTool, strict_tool: CodeTool) -> None:
     with gzip.open(HUMANEVAL_FULL, "rt") as f:
         records = [json.loads(line) for line in f]
     assert len(records) == 164
     good = score(tool, list(to_samples(records, "canonical")))
-    bad = score(tool, list(to_samples(records, "return_none")))
+    stubs = list(to_samples(records, "return_none"))
+    bad = score(tool, stubs)
     assert [r.reason for r in good if r.score != 1.0] == []
+    # `return None` passes the odd `assert not candidate(...)`, never a whole task
     assert [r.reason for r in bad if r.score is None or r.score >= 1.0] == []
+    assert [r.score for r in score(strict_tool, stubs)] == [0.0] * 164
 
 
 @pytest.mark.skipif(not MBPP_FULL.exists(), reason="../shared/data/code not present")
@@ -327,3 +330,12 @@ def test_every_kind_of_split_on_real_tasks(tool: CodeTool) -> None:
     assert [r.score for r in bad if r.score is None or r.score >= 1.0] == []
     # HumanEval/32 and /53 loop over random inputs: those tests run in process, and say so
     assert [r.components["in_process"] for r in good[:5]] == [0.0, 1.0, 0.0, 1.0, 1.0]
+
+
+def test_a_program_that_shadows_a_builtin_the_check_uses_gains_nothing(tool: CodeTool) -> None:
+    # `set` redefined to return a constant would make `set(f(x)) == set((4, 5))` pass if the
+    # check used the program's `set`: the judge uses the builtin.
+    reference = '{"test_list": ["assert set(common((3, 4, 5), (5, 4))) == set((4, 5))"]}'
+    code = "def set(x):\n    return 1\ndef common(a, b):\n    return ()\n"
+    [reward] = tool.score([Sample(completion=code, reference=reference)])
+    assert reward.score == 0.0, reward

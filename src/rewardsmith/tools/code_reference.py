@@ -74,9 +74,9 @@ class TestSuite:
 
     @property
     def judge_builtins(self) -> frozenset[str]:
-        """Builtins the judge calls for this suite: a program that defines a function of one
-        of these names (MBPP's `sum`) needs the suite split again with it as the program's
-        (`parse_reference(..., shadowed=...)`)."""
+        """Builtins called by assertions that call nothing of the program's: a program that
+        defines a function of one of these names (MBPP's `sum`) needs the suite split again
+        (`parse_reference(..., shadowed=...)`, `code_split.Names`)."""
         return frozenset().union(*(t.builtins for t in self.tests))
 
 
@@ -165,7 +165,7 @@ def _mbpp_suite(data: Mapping[str, Any], decompose: bool, shadowed: frozenset[st
     if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
         raise InvalidReferenceError("'test_imports' must be a list of strings")
     setup = "\n".join([*imports, data.get("test_setup_code") or ""])
-    names = Names(shadowed)
+    names = Names(shadowed=shadowed)
     judge_setup = _trusted_setup(_must_parse(setup), names)
     split = []
     for source in tests:
@@ -199,7 +199,7 @@ def _humaneval_suite(
     prompt = data.get("prompt") or ""
     # The program's process never gets `check` itself: its body holds the expected values.
     rest = ast.Module([n for n in module.body if n is not check], type_ignores=[])
-    names = Names({entry, param, *shadowed})
+    names = Names({entry, param}, shadowed)
     judge_setup = _trusted_setup(rest, names)
     tests = split_body(check.body, names, decompose, decompose)
     setup = ast.unparse(rest)
@@ -222,7 +222,7 @@ def _assert_suite(text: str, decompose: bool, shadowed: frozenset[str]) -> TestS
         module = parse_quietly(text)
     except SyntaxError as exc:
         raise InvalidReferenceError(f"reference is neither JSON nor Python: {exc.msg}") from None
-    tests = split_body(module.body, Names(shadowed), decompose, decompose)
+    tests = split_body(module.body, Names(shadowed=shadowed), decompose, decompose)
     if not tests:
         raise InvalidReferenceError("reference has no assert statements")
     return TestSuite("asserts", tests=tuple(tests))

@@ -79,7 +79,9 @@ class SplitTest:
     truth: bool = False  # the assertion tests the hole's truth: the program sends bool(value)
     op: str = ""  # a check the caller decides: "==", "!=", "is", "is not", "truth", "not"
     expected: str = ""  # ...against this literal (the source of a constant, list, dict...)
-    builtins: frozenset[str] = frozenset()  # builtins the judge's check and setup call
+    # Builtins an assertion that calls nothing of the program's calls: if the program defines
+    # one of them, it is the function under test (`Names.shadowed`).
+    builtins: frozenset[str] = frozenset()
 
     @property
     def needs_judge(self) -> bool:
@@ -106,11 +108,15 @@ class Names:
     """Which names belong to the program, statement by statement.
 
     Starts with `program` (the entry point, `check`'s parameter); every other name is the
-    program's unless a trusted statement bound it or it is a builtin."""
+    program's unless a trusted statement bound it or it is a builtin. `shadowed`: builtin
+    names the program defines; they stay the builtins in an assertion that calls the program
+    anyway (`set(f(x)) == set(y)`: the judge's `set`), and are the program's only in one that
+    would otherwise not call it at all (MBPP's `sum(10, 15) == 6`, a task named `sum`)."""
 
-    def __init__(self, program: Iterable[str] = ()) -> None:
+    def __init__(self, program: Iterable[str] = (), shadowed: Iterable[str] = ()) -> None:
         self.program = set(program)
         self.trusted: set[str] = set()
+        self.shadowed = frozenset(shadowed)
 
     def is_program(self, name: str) -> bool:
         return name in self.program or (name not in self.trusted and name not in _BUILTINS)
@@ -233,13 +239,20 @@ def split_one(
     clean_pre = [s for s in pre if names.run(s)]
     source = "\n".join(ast.unparse(s) for s in (*pre, stmt))
     split = _decomposed(stmt, names) if decompose else None
+    called = free_names(stmt) & names.shadowed
+    if split is not None and not split[0] and called:
+        # It calls nothing of the program's but a builtin name the program defines: that
+        # is the function under test.
+        names.program |= called
+        split = _decomposed(stmt, names)
+        names.program -= called
     if split is None:
         names.taint(stmt)
         return SplitTest(source, code=guard_equality(source) if guard else source)
     holes, check, truth = split
     judge_pre = "\n".join(ast.unparse(s) for s in clean_pre)
-    used = free_names(parse_quietly(f"{judge_pre}\n{check}"))
     op, expected = _simple(check) if len(holes) == 1 else ("", "")
+    callable_builtins = free_names(stmt) & _BUILTINS if not holes else set()
     return SplitTest(
         source,
         pre="\n".join(ast.unparse(s) for s in pre),
@@ -249,7 +262,7 @@ def split_one(
         truth=truth,
         op=op,
         expected=expected,
-        builtins=frozenset(n for n in used if n in _BUILTINS and n not in names.trusted),
+        builtins=frozenset(n for n in callable_builtins if n not in names.trusted),
     )
 
 

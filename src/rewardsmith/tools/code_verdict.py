@@ -135,7 +135,7 @@ def _decide(test: SplitTest, kind: str, text: str, out: Outcome, i: int) -> tupl
         return text == "pass", text.removeprefix("fail ")
     try:
         values = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False, "the program reported values that are not JSON"
     if isinstance(values, list) and len(values) > len(test.holes):
         return False, "the program reported more values than the test has calls"
