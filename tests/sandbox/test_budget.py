@@ -17,7 +17,7 @@ import pytest
 from sandbox_helpers import LIMITS
 
 from rewardsmith.sandbox import Sandbox
-from rewardsmith.sandbox.budget import PREFIX
+from rewardsmith.sandbox.budget import PREFIX, group_name
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +87,16 @@ def test_cgroups_of_zygotes_that_died_with_their_caller_are_swept(kind: str) -> 
         parents = {str(Path(p).parent) for p in sandbox.isolation["budget"]["paths"]}
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = [os.path.join(parent, f"{PREFIX}{dead.pid}") for parent in parents]
-    for path in stale:
+    stale = [os.path.join(parent, group_name(dead.pid)) for parent in parents]
+    # Another PID namespace's cgroup is not ours to judge, whatever its pid.
+    foreign = [os.path.join(parent, f"{PREFIX}1-{dead.pid}") for parent in parents]
+    for path in stale + foreign:
         os.mkdir(path)
-    with Sandbox(workers=1, limits=LIMITS) as sandbox:
-        assert sandbox.run("print(1)").ok
-        assert _gone(stale)
+    try:
+        with Sandbox(workers=1, limits=LIMITS) as sandbox:
+            assert sandbox.run("print(1)").ok
+            assert _gone(stale)
+            assert all(os.path.isdir(path) for path in foreign)
+    finally:
+        for path in foreign:
+            os.rmdir(path)

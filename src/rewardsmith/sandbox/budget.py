@@ -1,7 +1,7 @@
 """One memory and process budget for every process of a run: a cgroup per zygote.
 
-Each zygote makes one cgroup, `rewardsmith-<pid>` (its host pid), and forks every run's first
-process into it, so the run and everything it starts share one `memory_mb` and one
+Each zygote makes one cgroup, `rewardsmith-<pid namespace>-<pid>` (its host pid, and the
+PID namespace that pid belongs to), and forks every run into it, so the run and everything it starts share one `memory_mb` and one
 `processes` budget. What is used, in order:
 
 - `cgroup2`: a cgroup v2 hierarchy with the memory and pids controllers, where this process
@@ -17,8 +17,8 @@ process into it, so the run and everything it starts share one `memory_mb` and o
 
 A run that hits the memory budget ends with status `memory` (`oom_kills` counts). The zygote
 removes its cgroup when it exits; the pool removes it when it kills a zygote (`remove_paths`);
-and a zygote starting sweeps up those of zygotes that died with their callers (dead pid,
-nothing inside). Files are reached through directory descriptors opened here, so this keeps
+and a zygote starting sweeps up those of zygotes that died with their callers: a dead pid of
+its own PID namespace in the name (another namespace's are not its to judge). Files are reached through directory descriptors opened here, so this keeps
 working after the zygote has switched to its minimal root (`rootfs.py`).
 """
 
@@ -31,6 +31,11 @@ import time
 from collections.abc import Sequence
 
 PREFIX = "rewardsmith-"
+
+
+def group_name(pid: int) -> str:
+    """The cgroup of the zygote with this (host) pid: `rewardsmith-<pid namespace>-<pid>`."""
+    return f"{PREFIX}{os.stat('/proc/self/ns/pid').st_ino}-{pid}"
 CGROUP2_MOUNT = "/sys/fs/cgroup"
 # How long `remove` waits for a cgroup's processes to die before giving up on rmdir.
 REMOVE_SECONDS = 2.0
@@ -285,8 +290,9 @@ def _cgroup1(name: str) -> Budget | None:
         raise
     home = [os.open(points[c], os.O_RDONLY | os.O_DIRECTORY) for c in ("memory", "pids")]
     budget = Budget("cgroup1", [memory, pids], home)
-    try:  # the kernel signals an eventfd on every OOM in the group (v1 notification API)
-        event = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    # The kernel signals an eventfd on every OOM kill in the group (v1 notification API).
+    event = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    try:
         control = os.open("memory.oom_control", os.O_RDONLY, dir_fd=memory.fd)
         try:
             _write(memory.fd, "cgroup.event_control", f"{event} {control}")
@@ -294,18 +300,19 @@ def _cgroup1(name: str) -> Budget | None:
             os.close(control)
         budget.oom_fd, budget.oom_fd_is_event = event, True
     except OSError:
-        pass
+        os.close(event)  # the counter is still read after every run
     return budget
 
 
 def _sweep(parent_fd: int) -> None:
     """Remove the cgroups of zygotes that died without removing theirs (their caller was
-    killed with them): a dead pid in the name."""
+    killed with them): a dead pid of this PID namespace in the name."""
+    namespace = group_name(0).rsplit("-", 1)[0] + "-"
     for entry in os.listdir(parent_fd):
-        if not entry.startswith(PREFIX):
+        if not entry.startswith(namespace):
             continue
         try:
-            os.kill(int(entry[len(PREFIX) :]), 0)
+            os.kill(int(entry[len(namespace) :]), 0)
             continue
         except ProcessLookupError:
             pass

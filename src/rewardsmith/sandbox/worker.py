@@ -388,7 +388,7 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
     `namespaces`, `read_only_paths` and the caller's pid."""
     limits = dict(config["limits"])
     host_pid = os.getpid()
-    info, run_budget = isolate(bool(config["namespaces"]), limits, f"{budget.PREFIX}{host_pid}")
+    info, run_budget = isolate(bool(config["namespaces"]), limits, budget.group_name(host_pid))
     info["host_pid"] = host_pid
     become_init(info, int(config["parent_pid"]))
     enter_view(info, int(limits["disk_mb"]), config.get("read_only_paths") or [])
