@@ -128,6 +128,32 @@ def test_the_expected_value_is_not_in_the_programs_memory(
     assert_zero(code_tool, reward, elapsed)
 
 
+def test_the_expected_output_of_a_stdin_case_is_not_in_the_programs_memory(
+    code_tool: CodeTool,
+) -> None:
+    # A program that prints whatever its job says the output should be.
+    reference = json.dumps({"inputs": ["1\n"], "outputs": ["expected-output-5e1d"]})
+    code = """
+import re
+found = []
+with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb') as mem:
+    for line in maps:
+        span, perms = line.split()[:2]
+        if perms.startswith('r'):
+            lo, hi = (int(x, 16) for x in span.split('-'))
+            try:
+                mem.seek(lo)
+                data = mem.read(hi - lo)
+            except (OSError, ValueError, OverflowError):
+                continue
+            found += re.findall(rb'"(?:expected|outputs?)": *\\[?"([a-z0-9-]{8,40})"', data)
+print(found[-1].decode() if found else 'nothing')
+"""
+    reward, elapsed = grade(code_tool, code, reference)
+    assert_zero(code_tool, reward, elapsed)
+    assert reward.reason == "case 0: wrong output"
+
+
 def test_forged_reports_on_every_descriptor(code_tool: CodeTool) -> None:
     # Well-formed protocol frames claiming success, written to every descriptor, then an
     # exit before the harness says anything.

@@ -157,7 +157,7 @@ class CodeTool(RewardTool):
     @staticmethod
     def _outcome(suite: TestSuite, runs: list[tuple[dict[str, Any], ExecutionResult]]) -> Outcome:
         if suite.format == "stdio":
-            return stdio_outcome(runs)
+            return stdio_outcome([result for _, result in runs], [out for _, out in suite.cases])
         job, result = runs[0]
         return read_records(result, job["nonce"], suite)
 
@@ -205,15 +205,15 @@ class CodeTool(RewardTool):
     def _jobs(code: str, suite: TestSuite) -> list[dict[str, Any]]:
         if suite.format == "stdio":
             return [
-                {"mode": "exec", "source": code, "stdin": given, "expected": expected}
-                for given, expected in suite.cases
+                # The expected output stays here: the program's run gets its stdin only.
+                {"mode": "exec", "source": code, "stdin": given}
+                for given, _ in suite.cases
             ]
         return [
             {
                 "mode": "tests",
                 "source": build_program(code, suite),
                 "setup": suite.setup,
-                "judge_setup": suite.judge_setup,
                 "tests": [t.job() for t in suite.tests],
                 "entry_point": suite.entry_point,
                 "candidate": suite.candidate,

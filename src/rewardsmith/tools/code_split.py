@@ -34,10 +34,10 @@ import builtins
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rewardsmith.sandbox.harness import EQ_HELPER
+
 # The judge binds hole k to this name while it evaluates a test's check.
 HOLE_NAME = "__rs_hole_{}__"
-# Tests rewritten by `guard_equality` call this (the harness binds it) instead of `==`.
-EQ_HELPER = "__rewardsmith_eq__"
 
 _BUILTINS = frozenset(dir(builtins))
 # A check that calls one of these could run a value the program returned as code: such an

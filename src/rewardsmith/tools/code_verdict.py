@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -211,20 +211,21 @@ def settle(outcome: Outcome, result: ExecutionResult, nonce: str) -> None:
     outcome.pending = {}
 
 
-def stdio_outcome(runs: Sequence[tuple[Mapping[str, Any], ExecutionResult]]) -> Outcome:
-    """stdin/stdout cases: one run each, stdout compared here with the expected output."""
+def stdio_outcome(results: Sequence[ExecutionResult], expected: Sequence[str]) -> Outcome:
+    """stdin/stdout cases: one run each, stdout compared here with the expected output (which
+    never went to the program's run)."""
     from rewardsmith.tools.code_reference import normalize_output
 
-    out = Outcome(len(runs), loaded=True)
-    for case, (job, result) in enumerate(runs):
+    out = Outcome(len(results), loaded=True)
+    for case, (result, wanted) in enumerate(zip(results, expected, strict=True)):
         if result.status == "timeout":
-            return Outcome(len(runs), "timeout", f"case {case}: {result.reason}")
+            return Outcome(len(results), "timeout", f"case {case}: {result.reason}")
         if result.status in ("memory", "killed", "error"):
-            return Outcome(len(runs), "error", f"case {case}: {result.status}: {result.reason}")
+            return Outcome(len(results), "error", f"case {case}: {result.status}: {result.reason}")
         if result.status != "ok":
             tail = result.stderr.strip().splitlines()[-1:] or [result.reason]
             out.record(False, f"case {case} failed: {tail[0]}")
         else:
-            right = normalize_output(result.stdout) == normalize_output(job["expected"])
+            right = normalize_output(result.stdout) == normalize_output(wanted)
             out.record(right, f"case {case}: wrong output")
     return out
