@@ -146,8 +146,10 @@ def run_child(
         job_fd = os.dup2(fds["job"], result_fd + 2)
         os.closerange(3, result_fd)
         os.closerange(job_fd + 1, 65536)
-        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
-            f.write(str(RUN_OOM_SCORE))
+        with contextlib.suppress(OSError):
+            adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(adj, b"%d" % RUN_OOM_SCORE)
+            os.close(adj)
         exec(compile(_WARM_UP_SOURCE, "<warm-up>", "exec"), {"__name__": "warm_up"})
         os.chdir(workdir)
         base_vm = _vm_bytes()
