@@ -233,43 +233,58 @@ print('all held')
 # -- other runs, the zygote, imports ----------------------------------------------------------
 
 
-def test_another_runs_files_and_processes_are_out_of_reach(box: Sandbox) -> None:
-    # Two runs at once, on the two zygotes: the second looks for the first's files, pipes
-    # and processes, and signals everything it can see.
+def test_another_runs_files_and_pipes_are_out_of_reach(box: Sandbox) -> None:
+    # Two runs at once, on the two zygotes: the second looks for the first's files (in /tmp,
+    # in its working directory) and for pipes or files of any process it can see.
     marker = unique_marker()
     holder = f"""
-import os, time
+import time
 open('/tmp/{marker}', 'w').write('mine')
 open('{marker}', 'w').write('mine')
 time.sleep(1.0)
 print('intact', open('/tmp/{marker}').read(), open('{marker}').read())
 """
     intruder = f"""
-import os, signal
+import os, time
+time.sleep(0.3)
 found = []
 for root, dirs, files in os.walk('/tmp'):
-    found += [f for f in files if '{marker}' in f]
+    found += [os.path.join(root, f) for f in files if '{marker}' in f]
 for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
     try:
-        found += [os.readlink(f'/proc/{{pid}}/fd/{{fd}}') for fd in os.listdir(f'/proc/{{pid}}/fd')
-                  if '{marker}' in os.readlink(f'/proc/{{pid}}/fd/{{fd}}')]
+        links = [os.readlink(f'/proc/{{pid}}/fd/{{fd}}') for fd in os.listdir(f'/proc/{{pid}}/fd')]
     except OSError:
-        pass
-print(found, flush=True)
-for pid in range(2, 4096):  # everything but its zygote (another test) and its own run
-    if pid not in (os.getpid(), os.getppid()):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        continue
+    found += [link for link in links if '{marker}' in link]
+print(found)
 """
-    jobs = [
-        {"mode": "exec", "source": holder},
-        {"mode": "exec", "source": "import time\ntime.sleep(0.3)\n" + intruder},
-    ]
-    first, second = box.map(jobs)
+    first, second = box.map([{"mode": "exec", "source": s} for s in (holder, intruder)])
     assert first.status == "ok" and first.stdout == "intact mine mine\n", first
     assert second.stdout == "[]\n", second
+
+
+def test_signals_cannot_reach_a_sibling_run(box: Sandbox) -> None:
+    # While one run sleeps, a run on the other zygote signals every pid it can name: its
+    # own namespace's, and the first thousands of the host's.
+    sleeper = "import time\ntime.sleep(1.0)\nprint('alive')\n"
+    killer = """
+import os, signal, time
+time.sleep(0.3)
+for pid in range(2, 5000):
+    if pid not in (os.getpid(), os.getppid()):
+        for sig in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError:
+    pass
+"""
+    first, _ = box.map([{"mode": "exec", "source": s} for s in (sleeper, killer)])
+    assert first.status == "ok" and first.stdout == "alive\n", first
+    assert box.run("print(1)").stdout == "1\n"
 
 
 def test_import_poisoning_does_not_outlive_the_run() -> None:

@@ -103,7 +103,10 @@ def test_the_attack_suite_passes_as_an_unprivileged_user(user: str) -> None:
     print(output)  # the summary, with every skip and its reason (pytest -s shows it)
     assert done.returncode == 0, output[-4000:]
     skips = [line for line in output.splitlines() if line.startswith("SKIPPED")]
-    assert all(any(reason in line for reason in EXPECTED_SKIPS) for line in skips), skips
+    others = [line for line in skips if not any(reason in line for reason in EXPECTED_SKIPS)]
+    # Anything else skipped means a protection is missing for unprivileged users here (user
+    # namespaces refused, say): docs/sandbox.md lists only these two.
+    assert others == [], others
 
 
 def test_an_unprivileged_sandbox_says_what_it_could_not_enforce(user: str) -> None:
