@@ -9,14 +9,15 @@ or crashes (memory, signal, early exit, a broken result channel) scores 0.0 with
 `timeout` or `error` (DESIGN.md, failure policy).
 
 Where the verdict is decided: each assertion is split (`rewardsmith.tools.code_split`) into
-the calls into the program, which the program's process evaluates and sends back as plain
-data, and the rest, which the run's judge evaluates, a process the program cannot touch
-(`rewardsmith.sandbox.judge`). The expected side of an assertion never reaches the program's
-process, and the program influences its score only through what its functions return (or,
-for stdin/stdout cases, what it prints: that comparison happens here). An assertion that
-cannot be split runs whole in the program's process, comparing plain data there; its verdict
-can be faked by a program that tampers with its own interpreter, and `in_process` counts
-such tests.
+the calls into the program, which the program's run evaluates and reports as plain data,
+and the rest, the check, which is decided here on that data (a comparison with a literal, a
+truth test) or by a judge run, a sandboxed run that never held the program
+(`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). The expected side of an
+assertion, and the expected output of a stdin/stdout case, never reach the program's
+process: it influences its score only through what its functions return, or what it prints.
+An assertion that cannot be split runs whole in the program's process, comparing plain data
+there; its verdict can be faked by a program that tampers with its own interpreter, and
+`in_process` counts such tests.
 """
 
 from __future__ import annotations

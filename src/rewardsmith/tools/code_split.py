@@ -1,17 +1,18 @@
-"""Test code, split into tests, and each test into what the program computes and what the
-judge checks.
+"""Test code, split into tests, and each test into what the program computes and what is
+checked where the program cannot reach it.
 
 A test is one assertion and the statements before it (`pre`). Where the assertion allows it,
 it is *decomposed*: every call into the program's code (`candidate(x)`, `similar_elements(a,
-b)`, a helper the prompt defines) is a *hole* that the program's process evaluates and sends
-back as plain data (`rewardsmith.sandbox.plain`); the rest of the assertion, with the holes
-replaced by those values (`check`), is evaluated by the run's judge, a process the program
-cannot touch (`rewardsmith.sandbox.judge`). So
+b)`, a helper the prompt defines) is a *hole* that the program's run evaluates and reports
+as plain data (`rewardsmith.sandbox.plain`); the rest of the assertion, with the holes
+replaced by those values, is the `check`. A check that compares one hole with a literal or
+tests its truth (`op`, `expected`) is decided by the caller; any other by a judge run
+(`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). So
 
     assert candidate([1, 2, 3]) == [3, 2, 1]
-    # the program evaluates `candidate([1, 2, 3])`; the judge checks `__rs_hole_0__ == [3, 2, 1]`
+    # the program evaluates `candidate([1, 2, 3])`; the caller checks `__rs_hole_0__ == [3, 2, 1]`
     assert abs(candidate(1.33) - 0.33) < 1e-06
-    # the program evaluates `candidate(1.33)`; the judge checks `abs(__rs_hole_0__ - 0.33) < 1e-06`
+    # the program evaluates `candidate(1.33)`; a judge run checks `abs(__rs_hole_0__ - 0.33) < 1e-06`
 
 and the expected side never reaches the program's process. A name belongs to the program
 unless trusted code binds it (the test's imports and setup, statements of the test that do
@@ -22,9 +23,9 @@ An assertion that cannot be decomposed runs the old way, whole, inside the progr
 (`code`, with `==`/`!=` compared as plain data there): a loop around an assertion, a
 comprehension or lambda over the program's names, `and`/`or`/`if` around a call into the
 program (their short-circuit decides which calls happen), a program name used as a value
-rather than called, a walrus, statements after the last assertion. Its verdict comes from
-the program's own process, so a program that tampers with its interpreter can fake it; the
-reward counts such tests in its `in_process` component.
+rather than called, a walrus, statements after the last assertion, a check that would run a
+value as code. Its verdict comes from the program's own process, so a program that tampers
+with its interpreter can fake it; the reward counts such tests in its `in_process` component.
 """
 
 from __future__ import annotations
