@@ -84,8 +84,9 @@ def enter_view(info: dict[str, Any], disk_mb: int, extra_paths: Sequence[str]) -
         return
     try:
         built = rootfs.build(disk_mb, extra_paths)
-        info["private_proc"] = rootfs.enter(mount_proc=True)
-        info.update(minimal_root=True, private_tmp=True, kept_tmp_paths=built["kept_tmp_paths"])
+        rootfs.enter()
+        info.update(minimal_root=True, private_tmp=True, private_proc=True)
+        info["kept_tmp_paths"] = built["kept_tmp_paths"]
         return
     except OSError as exc:
         info["root_error"] = str(exc)

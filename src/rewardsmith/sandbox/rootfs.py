@@ -161,19 +161,14 @@ def _unescape(field: str) -> str:
     return field.encode().decode("unicode_escape") if "\\" in field else field
 
 
-def enter(mount_proc: bool) -> bool:
+def enter() -> None:
     """Switch to the root built at `BUILD_AT`: mount our PID namespace's /proc in it (while
     the host's is still there, as a user namespace requires), pivot_root, detach the old
-    root, make the new one read-only. Returns whether /proc was mounted."""
+    root, make the new one read-only. Raises OSError, before switching, when /proc cannot be
+    mounted (runs need it: their limits are set from /proc/self)."""
     root = BUILD_AT
-    proc = False
-    if mount_proc:
-        try:
-            flags = _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
-            _linux.mount("proc", root + "/proc", "proc", flags, None)
-            proc = True
-        except OSError:
-            proc = False
+    flags = _linux.MS_NOSUID | _linux.MS_NODEV | _linux.MS_NOEXEC
+    _linux.mount("proc", root + "/proc", "proc", flags, None)
     os.chdir(root)
     _linux.pivot_root(".", ".")
     # The old root now sits on top of the new one at "/": take it away for good.
@@ -181,7 +176,6 @@ def enter(mount_proc: bool) -> bool:
     os.chdir("/")
     flags = _linux.MS_REMOUNT | _linux.MS_RDONLY | _linux.MS_NOSUID | _linux.MS_NODEV
     _linux.mount("none", "/", None, flags, None)
-    return proc
 
 
 def private_tmp_fallback(disk_mb: int) -> list[str]:
