@@ -1,7 +1,8 @@
 """Plain data: a value a program returned, as JSON with type tags, and back.
 
 A test's operands are computed inside the program's process but compared outside it (by the
-run's judge, `judge.py`). What crosses between the two is this encoding, never an object:
+caller, `rewardsmith.tools.code_verdict`, or a judge run, `judge.py`). What crosses between
+them is this encoding, never an object:
 only `None`, `bool`, `int`, `float`, `complex`, `str`, `bytes`, `bytearray`, `list`,
 `tuple`, `dict`, `set` and `frozenset`, nested. Anything else (a class the program wrote, a
 generator, a numpy array) is refused with `NotPlain`, naming its type.
@@ -19,7 +20,7 @@ Encoding: JSON null, booleans, strings and arrays (lists) stand for themselves; 
 JSON number unless it is too long for one (`{"int": hex}`); a finite float is a JSON number
 (Python's shortest repr, exact on the way back), others `{"float": "nan" | "inf" | "-inf"}`;
 every other type is a one-key object naming it. `decode` accepts only this shape (a hostile
-sender gets `ValueError`), so the judge never builds anything but plain values.
+sender gets `ValueError`), so whoever decodes never builds anything but plain values.
 """
 
 from __future__ import annotations
