@@ -153,9 +153,14 @@ class Budget:
         return 0
 
     def clear_oom_event(self) -> None:
-        if self.oom_fd is not None and self.oom_fd_is_event:
-            with contextlib.suppress(OSError):
-                os.read(self.oom_fd, 8)
+        """Re-arm the notification: read the eventfd (v1), or read `memory.events` again
+        through the descriptor select watches (v2: kernfs signals it until then)."""
+        if self.oom_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            if not self.oom_fd_is_event:
+                os.lseek(self.oom_fd, 0, os.SEEK_SET)
+            os.read(self.oom_fd, 1 << 12)
 
     def procs(self) -> list[int]:
         """Pids (as this process sees them) of every process in the run cgroup."""

@@ -80,6 +80,7 @@ def supervise(
     wall = float(limits["wall_seconds"])
     deadline = start + wall
     latest = start + wall * max(1.0, float(limits["wall_stretch"]))
+    budget.clear_oom_event()  # what an earlier run left signalled is not this run's
     oom_before = budget.oom_kills()
     oom_read = [budget.oom_fd] if budget.oom_fd is not None and budget.oom_fd_is_event else []
     oom_except = [budget.oom_fd] if budget.oom_fd is not None and not oom_read else []
