@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from rewardsmith.config import MAX_REFERENCE_CHARS
@@ -41,6 +42,9 @@ from rewardsmith.tools.code_split import (
 )
 
 Format = Literal["humaneval", "mbpp", "stdio", "asserts"]
+
+# Parsed references kept across calls (an unusable one raises each time).
+SUITE_CACHE = 4096
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
@@ -90,6 +94,7 @@ def extract_code(completion: str) -> str:
     return (python or [body for _, body in blocks])[-1]
 
 
+@lru_cache(maxsize=SUITE_CACHE)
 def parse_reference(
     reference: str, decompose: bool = True, shadowed: frozenset[str] = frozenset()
 ) -> TestSuite:
@@ -97,7 +102,8 @@ def parse_reference(
 
     `decompose` False runs every test whole in the program's process with Python's own `==`
     (the `code` tool's `strict_equality=False`). `shadowed`: builtin names the program
-    defines itself, so the tests' calls to them are the program's."""
+    defines itself, so the tests' calls to them are the program's. Suites are immutable and
+    kept for the next call (a training run sees its prompts again and again)."""
     text = reference.strip()
     if not text:
         raise InvalidReferenceError("empty reference")

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rewardsmith.sandbox.harness import EQ_HELPER
@@ -148,28 +149,39 @@ class Names:
 def free_names(node: ast.AST) -> set[str]:
     """Names `node` reads that it does not bind itself (a close, cheap approximation of
     Python's scoping: a name bound anywhere inside counts as bound)."""
-    loaded = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    return loaded - bound_names(node, deep=True)
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            loaded.add(n.id)
+        _bind(n, bound, deep=True)
+    return loaded - bound
 
 
 def bound_names(node: ast.AST, deep: bool = False) -> set[str]:
     """Names a statement binds at its level (`deep`: anywhere inside, arguments included)."""
     names: set[str] = set()
-    nodes = ast.walk(node) if deep else _same_scope(node)
-    for n in nodes:
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
-            names.add(n.id)
-        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(n.name)
-        elif isinstance(n, ast.alias):
-            names.add((n.asname or n.name).split(".")[0])
-        elif isinstance(n, ast.arg) and deep:
-            names.add(n.arg)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            names.add(n.name)
-        elif isinstance(n, ast.Global | ast.Nonlocal):
-            names.update(n.names)
+    for n in ast.walk(node) if deep else _same_scope(node):
+        _bind(n, names, deep)
     return names
+
+
+def _bind(n: ast.AST, names: set[str], deep: bool) -> None:
+    if isinstance(n, ast.Name):
+        if isinstance(n.ctx, ast.Store | ast.Del):
+            names.add(n.id)
+    elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        names.add(n.name)
+    elif isinstance(n, ast.alias):
+        names.add((n.asname or n.name).split(".")[0])
+    elif isinstance(n, ast.arg):
+        if deep:
+            names.add(n.arg)
+    elif isinstance(n, ast.ExceptHandler):
+        if n.name:
+            names.add(n.name)
+    elif isinstance(n, ast.Global | ast.Nonlocal):
+        names.update(n.names)
 
 
 def _same_scope(node: ast.AST) -> Iterable[ast.AST]:
@@ -240,7 +252,7 @@ def split_one(
     clean_pre = [s for s in pre if names.run(s)]
     source = "\n".join(ast.unparse(s) for s in (*pre, stmt))
     split = _decomposed(stmt, names) if decompose else None
-    called = free_names(stmt) & names.shadowed
+    called = free_names(stmt) & names.shadowed if names.shadowed else set()
     if split is not None and not split[0] and called:
         # It calls nothing of the program's but a builtin name the program defines: that
         # is the function under test.
@@ -250,9 +262,8 @@ def split_one(
     if split is None:
         names.taint(stmt)
         return SplitTest(source, code=guard_equality(source) if guard else source)
-    holes, check, truth = split
+    holes, check, truth, (op, expected) = split
     judge_pre = "\n".join(ast.unparse(s) for s in clean_pre)
-    op, expected = _simple(check) if len(holes) == 1 else ("", "")
     callable_builtins = free_names(stmt) & _BUILTINS if not holes else set()
     return SplitTest(
         source,
@@ -270,11 +281,10 @@ def split_one(
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
 
 
-def _simple(check: str) -> tuple[str, str]:
+def _simple(node: ast.expr) -> tuple[str, str]:
     """(op, literal) when a check with one hole is a comparison with a literal or a truth
     test, which the caller decides on plain data without running any code; else ("", "")."""
     hole = HOLE_NAME.format(0)
-    node = ast.parse(check, mode="eval").body
     if isinstance(node, ast.Name) and node.id == hole:
         return "truth", ""
     operand = (
@@ -298,31 +308,65 @@ def _is_literal(node: ast.expr) -> bool:
     return True
 
 
-def _decomposed(stmt: ast.stmt, names: Names) -> tuple[tuple[str, ...], str, bool] | None:
-    """(holes, check, truth) for a plain `assert EXPR[, msg]`, or None when it cannot be
-    split. `truth`: the assertion is `assert CALL` or `assert not CALL`, so only the truth of
-    the one hole matters (a `re.Match`, say, is not plain data but is true)."""
+def _decomposed(
+    stmt: ast.stmt, names: Names
+) -> tuple[tuple[str, ...], str, bool, tuple[str, str]] | None:
+    """(holes, check, truth, (op, literal)) for a plain `assert EXPR[, msg]`, or None when
+    it cannot be split. `truth`: the assertion is `assert CALL` or `assert not CALL`, so only
+    the truth of the one hole matters (a `re.Match`, say, is not plain data but is true).
+    The statement's tree is left as it was."""
     if not isinstance(stmt, ast.Assert):
         return None
     expr = stmt.test
     holes: list[ast.expr] = []
     if not _find_holes(expr, names, holes):
         return None
-    sources = tuple(ast.unparse(h) for h in holes)
-    index = {id(h): k for k, h in enumerate(holes)}
     bare = expr.operand if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not) else expr
     truth = len(holes) == 1 and bare is holes[0]
+    with _holes_named(stmt, holes) as filled:
+        if free_names(filled) & _RUNS_CODE:
+            return None  # it would run what the program returned as code, in the judge
+        check = ast.unparse(filled)
+        simple = _simple(filled) if len(holes) == 1 else ("", "")
+    return tuple(ast.unparse(h) for h in holes), check, truth, simple
 
-    class _Fill(ast.NodeTransformer):
-        def visit(self, node: ast.AST) -> ast.AST:
-            if id(node) in index:
-                return ast.Name(HOLE_NAME.format(index[id(node)]), ast.Load())
-            return super().visit(node)
 
-    check = ast.unparse(ast.fix_missing_locations(_Fill().visit(expr)))
-    if free_names(ast.parse(check)) & _RUNS_CODE:
-        return None  # it would run what the program returned as code, in the judge
-    return sources, check, truth
+@contextmanager
+def _holes_named(stmt: ast.Assert, holes: list[ast.expr]) -> Iterator[ast.expr]:
+    """The assertion's expression with each hole replaced by its `HOLE_NAME`, for as long as
+    the block runs; then the tree is put back as it was."""
+    index = {id(h): k for k, h in enumerate(holes)}
+    swaps: list[tuple[ast.AST, str, int | None, ast.AST]] = []
+
+    def name(node: ast.AST) -> ast.Name:
+        return ast.Name(HOLE_NAME.format(index[id(node)]), ast.Load())
+
+    stack: list[ast.AST] = [stmt]
+    while stack:  # every node but the holes' insides (a call's arguments can be long lists)
+        parent = stack.pop()
+        for field, value in ast.iter_fields(parent):
+            if parent is stmt and field != "test":
+                continue
+            if isinstance(value, ast.AST) and id(value) in index:
+                swaps.append((parent, field, None, value))
+                setattr(parent, field, name(value))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+            elif isinstance(value, list):
+                for position, item in enumerate(value):
+                    if id(item) in index:
+                        swaps.append((parent, field, position, item))
+                        value[position] = name(item)
+                    elif isinstance(item, ast.AST):
+                        stack.append(item)
+    try:
+        yield stmt.test
+    finally:
+        for parent, field, at, original in reversed(swaps):
+            if at is None:
+                setattr(parent, field, original)
+            else:
+                getattr(parent, field)[at] = original
 
 
 def program_names(program: str) -> frozenset[str]:
