@@ -2,10 +2,11 @@
 
 `route INPUT -o OUTPUT` (short for `route run`) writes every input line with a `route`
 field: `{action, tools: [{tool, weight}], confidence, backend, signature}` plus, for
-"synthesize", `{kind, why}`. Input is validated first, as for `score`; the output is
-written atomically. Decisions and synthesis requests are logged in the library per
-signature. `route fit` learns from lines with a `label` field (a tool name or
-"synthesize") and stores what it learned in the library.
+"synthesize", `{kind, why}`. Input and OUTPUT are checked first, as for `score` (an
+empty INPUT warns, writes nothing and exits 0); the output is written atomically.
+Decisions and synthesis requests are logged in the library per signature. `route fit`
+learns from lines with a `label` field (a tool name or "synthesize") and stores what it
+learned in the library.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.cli.common import LibraryOption, open_library, warn_empty_input
 from rewardsmith.errors import InputError
-from rewardsmith.jsonl import atomic_output, read_records, write_line
+from rewardsmith.jsonl import atomic_output, check_output_path, read_records, write_line
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.router import BACKENDS, Router
 
@@ -67,6 +68,10 @@ def run(
 ) -> None:
     """Write every line of INPUT with a `route` field (tools, weights, confidence, backend)."""
     records = read_records(input_path)
+    if not records:
+        warn_empty_input(input_path, output)
+        return
+    check_output_path(output)
     lib = open_library(library)
     router = Router(lib, backend, threshold=threshold)  # type: ignore[arg-type]
     counts: Counter[str] = Counter()

@@ -4,7 +4,9 @@ Every input line is validated before anything is scored: a malformed line or one
 `completion` stops the command (exit 2) with each bad line's number, and no output is
 written. Otherwise every input line yields exactly one output line, in order. The output is
 written to a temporary file and renamed at the end, so an interrupted run leaves no partial
-file behind.
+file behind. An OUTPUT that cannot be written (a file where its folder should be, no
+permission) stops the command (exit 2) before anything is scored. An INPUT without a single
+sample prints a warning on stderr, writes nothing and exits 0.
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library, progress_bar
+from rewardsmith.cli.common import LibraryOption, open_library, progress_bar, warn_empty_input
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
-from rewardsmith.jsonl import atomic_output, read_records, scored_record, write_line
+from rewardsmith.jsonl import (
+    atomic_output,
+    check_output_path,
+    read_records,
+    scored_record,
+    write_line,
+)
 from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer, parse_task_map
 from rewardsmith.types import STATUSES, Reward
@@ -85,6 +93,10 @@ def score(
     the router picks, and write OUTPUT."""
     mapping = parse_task_map(task_map) if task_map else {}
     records = read_records(input_path)
+    if not records:
+        warn_empty_input(input_path, output)
+        return
+    check_output_path(output)
     if ray is not None:
         from rewardsmith.server.ray_backend import RayLibrary, start_ray
 
