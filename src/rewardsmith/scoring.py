@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ToolChoice = str | RewardTool | None
+# How `check_task_map` names samples without a `task` field.
+NO_TASK = "(no task)"
 
 
 def parse_task_map(text: str) -> dict[str, str]:
@@ -47,6 +49,33 @@ def parse_task_map(text: str) -> dict[str, str]:
             raise ConfigError(f"bad task map entry {part!r}: expected TASK=TOOL")
         mapping[task.strip()] = tool.strip()
     return mapping
+
+
+def check_task_map(
+    mapping: Mapping[str, str], tasks: Iterable[str | None], *, has_default: bool
+) -> dict[str, int]:
+    """Check a task map against the `task` fields of a whole input (the CLI's file).
+
+    A key that matches no task in the input is a typo that would silently leave that task
+    unscored: raises `ConfigError` naming it and the tasks the input has. Returns the number
+    of samples per task the map does not name (`"(no task)"` for samples without one) when
+    there is no default tool for them (`has_default=False`); those samples will be
+    `not_applicable`, and the caller warns once. Not used per batch (a trainer's batch need
+    not hold every task of its map).
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for task in tasks:
+        counts[task if task is not None else NO_TASK] += 1
+    unknown = sorted(key for key in mapping if key not in counts)
+    if unknown:
+        present = ", ".join(f"{t} ({n})" for t, n in sorted(counts.items())[:20])
+        raise ConfigError(
+            f"--task-map key(s) {', '.join(map(repr, unknown))} match no task in the input; "
+            f"its tasks (samples): {present}"
+        )
+    if has_default:
+        return {}
+    return {task: n for task, n in sorted(counts.items()) if task not in mapping}
 
 
 @dataclass
@@ -170,11 +199,11 @@ class Scorer:
             self.timing.seconds[chosen.spec.ref] += elapsed
             self.timing.samples[chosen.spec.ref] += len(indices)
         out: list[Reward] = []
-        for i, reward in enumerate(rewards):
-            if reward is None:  # a bug here, never a silently shorter list
+        for i, maybe in enumerate(rewards):
+            if maybe is None:  # a bug here, never a silently shorter list
                 log.error("sample %d got no reward from the scorer", i)
-                reward = Reward(0.0, "error", reason="internal error: the sample was not scored")
-            out.append(reward)
+                maybe = Reward(0.0, "error", reason="internal error: the sample was not scored")
+            out.append(maybe)
         return ScoreResult(out, decisions, seconds)
 
     def _choose(

@@ -6,7 +6,9 @@ written. Otherwise every input line yields exactly one output line, in order. Th
 written to a temporary file and renamed at the end, so an interrupted run leaves no partial
 file behind. An OUTPUT that cannot be written (a file where its folder should be, no
 permission) stops the command (exit 2) before anything is scored. An INPUT without a single
-sample prints a warning on stderr, writes nothing and exits 0.
+sample prints a warning on stderr, writes nothing and exits 0. A `--task-map` key that
+matches no task in INPUT (a typo) stops the command (exit 2); samples of tasks the map does
+not name get one summary warning (they are `not_applicable` unless `--tool` covers them).
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library, progress_bar, warn_empty_input
+from rewardsmith.cli.common import (
+    LibraryOption,
+    open_library,
+    progress_bar,
+    warn,
+    warn_empty_input,
+)
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
 from rewardsmith.jsonl import (
     atomic_output,
@@ -30,7 +38,7 @@ from rewardsmith.jsonl import (
     write_line,
 )
 from rewardsmith.library.store import Library
-from rewardsmith.scoring import Scorer, parse_task_map
+from rewardsmith.scoring import Scorer, check_task_map, parse_task_map
 from rewardsmith.types import STATUSES, Reward
 
 console = Console()
@@ -96,6 +104,17 @@ def score(
     if not records:
         warn_empty_input(input_path, output)
         return
+    if mapping:
+        unmapped = check_task_map(
+            mapping, (r.get("task") for r in records), has_default=tool is not None
+        )
+        if unmapped:
+            listed = ", ".join(f"{task} ({n})" for task, n in list(unmapped.items())[:10])
+            more = f" and {len(unmapped) - 10} more" if len(unmapped) > 10 else ""
+            warn(
+                f"{sum(unmapped.values())} sample(s) of task(s) the --task-map does not name "
+                f"will be not_applicable (no --tool given): {listed}{more}"
+            )
     check_output_path(output)
     if ray is not None:
         from rewardsmith.server.ray_backend import RayLibrary, start_ray
