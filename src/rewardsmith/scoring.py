@@ -123,11 +123,14 @@ class Scorer:
         *,
         router: Router | str | None = None,
         synthesize: bool = False,
+        llm_fallback: bool = True,
     ) -> None:
         """`router`: a `Router`, or a backend name ("embedded", "llm", "rules") for the router
         built on first use; the router is used only when neither `tool` nor `task_map` is
         given (default backend: "embedded"). `synthesize`: samples the router sends to
-        "synthesize" get a synthesized, gated tool (see `rewardsmith.synth.session`)."""
+        "synthesize" get a synthesized, gated tool (see `rewardsmith.synth.session`).
+        `llm_fallback=False`: a router built here with the "llm" backend is strict (an
+        endpoint that cannot be used raises instead of falling back, `rewardsmith.router.llm`)."""
         self._owns_library = not isinstance(library, Library)
         self.library = library if isinstance(library, Library) else Library(library)
         self.default = self._resolve(tool) if tool is not None else None
@@ -137,6 +140,7 @@ class Scorer:
         )
         self._router_backend = router if isinstance(router, str) else "embedded"
         self._owns_router = self._router is None
+        self._llm_fallback = llm_fallback
         # The composite for each multi-tool router decision, built once.
         self._composites: dict[tuple[tuple[str, float], ...], RewardTool] = {}
         self.timing = ToolTiming()
@@ -166,7 +170,11 @@ class Scorer:
         if self._router is None:
             from rewardsmith.router import Router
 
-            self._router = Router(self.library, self._router_backend)  # type: ignore[arg-type]
+            self._router = Router(
+                self.library,
+                self._router_backend,  # type: ignore[arg-type]
+                llm_fallback=self._llm_fallback,
+            )
         return self._router
 
     def score(self, samples: Iterable[Sample | Mapping[str, Any]]) -> ScoreResult:

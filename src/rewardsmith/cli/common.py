@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
 
 # Warnings go to stderr, so stdout stays the table a user (or a script) reads.
@@ -23,6 +25,58 @@ LibraryOption = Annotated[
         dir_okay=False,
     ),
 ]
+
+
+LLMUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-url",
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: "
+        "$REWARDSMITH_LLM_BASE_URL, then $OPENAI_BASE_URL).",
+    ),
+]
+LLMModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-model",
+        help="Model name (default: $REWARDSMITH_LLM_MODEL, else the first model the server lists).",
+    ),
+]
+LLMKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-key",
+        help="API key (default: $REWARDSMITH_LLM_API_KEY, then $OPENAI_API_KEY).",
+    ),
+]
+FallbackOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fallback",
+        help="'embedded': when the llm backend cannot be used (no endpoint, unreachable, key "
+        "refused), route with the embedded backend instead of stopping (exit 2).",
+    ),
+]
+
+
+def apply_llm_flags(url: str | None, model: str | None, key: str | None) -> None:
+    """Make `--llm-url/--llm-model/--llm-key` the `REWARDSMITH_LLM_*` variables of this process,
+    so every LLM client it (or a worker process it starts) builds uses them: flags override
+    the variables, which override `OPENAI_*` (`rewardsmith.llm.client`)."""
+    from rewardsmith.llm.client import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV
+
+    for name, value in ((BASE_URL_ENV, url), (MODEL_ENV, model), (API_KEY_ENV, key)):
+        if value:
+            os.environ[name] = value
+
+
+def llm_fallback(fallback: str | None) -> bool:
+    """True when `--fallback embedded` was given; any other value is a `ConfigError`."""
+    if fallback is None:
+        return False
+    if fallback != "embedded":
+        raise ConfigError(f"--fallback must be 'embedded', got {fallback!r}")
+    return True
 
 
 def open_library(path: Path | None) -> Library:

@@ -20,7 +20,17 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from rewardsmith.cli.common import LibraryOption, open_library, warn_empty_input
+from rewardsmith.cli.common import (
+    FallbackOption,
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    llm_fallback,
+    open_library,
+    warn_empty_input,
+)
 from rewardsmith.errors import InputError
 from rewardsmith.jsonl import atomic_output, check_output_path, read_records, write_line
 from rewardsmith.router.decision import Decision
@@ -65,15 +75,25 @@ def run(
     ] = None,
     library: LibraryOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
+    fallback: FallbackOption = None,
 ) -> None:
     """Write every line of INPUT with a `route` field (tools, weights, confidence, backend)."""
+    apply_llm_flags(llm_url, llm_model, llm_key)
+    use_fallback = llm_fallback(fallback)
     records = read_records(input_path)
     if not records:
         warn_empty_input(input_path, output)
         return
     check_output_path(output)
     lib = open_library(library)
-    router = Router(lib, backend, threshold=threshold)  # type: ignore[arg-type]
+    try:
+        router = Router(lib, backend, threshold=threshold, llm_fallback=use_fallback)  # type: ignore[arg-type]
+    except BaseException:
+        lib.close()
+        raise
     counts: Counter[str] = Counter()
     decided: dict[str, Decision] = {}
     try:

@@ -23,7 +23,13 @@ from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import (
+    FallbackOption,
     LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    llm_fallback,
     open_library,
     progress_bar,
     warn,
@@ -96,9 +102,15 @@ def score(
             help="Samples the router sends to 'synthesize' get a synthesized, gated tool.",
         ),
     ] = False,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
+    fallback: FallbackOption = None,
 ) -> None:
     """Score every line of INPUT with a tool, a tool per task, or (with neither) the tool(s)
     the router picks, and write OUTPUT."""
+    apply_llm_flags(llm_url, llm_model, llm_key)
+    use_fallback = llm_fallback(fallback)
     mapping = parse_task_map(task_map) if task_map else {}
     records = read_records(input_path)
     if not records:
@@ -123,7 +135,9 @@ def score(
         lib: Library = RayLibrary(library)
     else:
         lib = open_library(library)
-    scorer = Scorer(tool, mapping, lib, router=router, synthesize=synthesize)
+    scorer = Scorer(
+        tool, mapping, lib, router=router, synthesize=synthesize, llm_fallback=use_fallback
+    )
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
         with atomic_output(output) as handle, progress_bar(console, quiet) as progress:

@@ -18,7 +18,13 @@ from typing import Annotated
 
 import typer
 
-from rewardsmith.cli.common import LibraryOption
+from rewardsmith.cli.common import (
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+)
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.scoring import parse_task_map
 from rewardsmith.server.config import (
@@ -106,9 +112,13 @@ def serve(
         ),
     ] = DEFAULT_MAX_PENDING,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
 ) -> None:
     """Serve rewards over HTTP: POST /v1/score, /v1/openrlhf, /v1/route; GET /v1/tools,
     /health, /metrics."""
+    apply_llm_flags(llm_url, llm_model, llm_key)  # the llm router and synthesis read them
     try:
         import uvicorn
     except ImportError as exc:
