@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -255,6 +255,13 @@ class Scorer:
             self.library.close()
 
 
+# Samples `score` hands the scorer at once when it reports progress: GRPO groups and tool
+# pools stay busy, and the callback is called often enough to move a progress bar.
+PROGRESS_CHUNK = 256
+
+ProgressCallback = Callable[[int, int], None]
+
+
 def score(
     samples: Iterable[Sample | Mapping[str, Any]],
     tool: ToolChoice = None,
@@ -262,6 +269,7 @@ def score(
     task_map: Mapping[str, str] | None = None,
     library: Library | str | Path | None = None,
     router: Router | str | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[Reward]:
     """Score samples with one tool (`tool="math"`), a tool per task (`task_map`), or, with
     neither, the tool(s) the router picks per task signature (`router`: a `Router` or a
@@ -269,9 +277,36 @@ def score(
 
     `samples` are `Sample`s or dicts in the JSONL format; returns one `Reward` per sample, in
     order. `library` is a `Library` or a path to one (default: `~/.rewardsmith/library.db`).
+    `progress(done, total)` is called after every `PROGRESS_CHUNK` samples, scored as one
+    batch each (without it, all samples are one batch), e.g. to move a tqdm or rich bar. When done, one INFO line on the
+    `rewardsmith.scoring` logger sums up: samples, seconds, mean reward, count per status.
     """
+    batch = as_samples(samples)
+    start = time.perf_counter()
     scorer = Scorer(tool, task_map, library, router=router)
+    rewards: list[Reward] = []
     try:
-        return scorer.score(samples).rewards
+        # Without a callback the whole input is one batch, as before (one call per tool).
+        chunk = PROGRESS_CHUNK if progress is not None else max(len(batch), 1)
+        for begin in range(0, len(batch), chunk):
+            rewards.extend(scorer.score(batch[begin : begin + chunk]).rewards)
+            if progress is not None:
+                progress(len(rewards), len(batch))
+        if progress is not None and not batch:
+            progress(0, 0)
     finally:
         scorer.close()
+    log.info("%s", summary_line(rewards, time.perf_counter() - start))
+    return rewards
+
+
+def summary_line(rewards: Sequence[Reward], seconds: float) -> str:
+    """`scored 10000 samples in 14.6 s (685/s): mean reward 0.412; ok 9000, timeout 3, ...`."""
+    counts: dict[str, int] = defaultdict(int)
+    for reward in rewards:
+        counts[reward.status] += 1
+    scored = [r.score for r in rewards if r.score is not None]
+    mean = f"{sum(scored) / len(scored):.3f}" if scored else "-"
+    rate = f" ({len(rewards) / seconds:.0f}/s)" if seconds > 0 and rewards else ""
+    statuses = ", ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "none"
+    return f"scored {len(rewards)} samples in {seconds:.1f} s{rate}: mean reward {mean}; {statuses}"

@@ -84,7 +84,8 @@ def open_library(path: Path | None) -> Library:
 
 
 def progress_bar(console: Console, quiet: bool) -> Progress:
-    """The progress bar every long command shows (hidden with --quiet, gone when done)."""
+    """The progress bar every long command shows (hidden with --quiet, gone when done); `score`
+    and `route` draw it on stderr (`err_console`), so stdout stays their table."""
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

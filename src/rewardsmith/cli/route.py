@@ -27,8 +27,10 @@ from rewardsmith.cli.common import (
     LLMModelOption,
     LLMUrlOption,
     apply_llm_flags,
+    err_console,
     llm_fallback,
     open_library,
+    progress_bar,
     warn_empty_input,
 )
 from rewardsmith.errors import InputError
@@ -74,7 +76,9 @@ def run(
         typer.Option(help="Confidence below which the router asks for synthesis."),
     ] = None,
     library: LibraryOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar or summary table.")
+    ] = False,
     llm_url: LLMUrlOption = None,
     llm_model: LLMModelOption = None,
     llm_key: LLMKeyOption = None,
@@ -97,13 +101,15 @@ def run(
     counts: Counter[str] = Counter()
     decided: dict[str, Decision] = {}
     try:
-        with atomic_output(output) as handle:
+        with atomic_output(output) as handle, progress_bar(err_console, quiet) as progress:
+            task_id = progress.add_task("routing", total=len(records))
             for start in range(0, len(records), CHUNK_SIZE):
                 chunk = records[start : start + CHUNK_SIZE]
                 for record, decision in zip(chunk, router.route(chunk), strict=True):
                     write_line(handle, {**record, "route": decision.to_dict()})
                     counts[decision.signature] += 1
                     decided[decision.signature] = decision
+                progress.advance(task_id, len(chunk))
     finally:
         router.close()
         lib.close()

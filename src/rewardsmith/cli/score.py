@@ -29,6 +29,7 @@ from rewardsmith.cli.common import (
     LLMModelOption,
     LLMUrlOption,
     apply_llm_flags,
+    err_console,
     llm_fallback,
     open_library,
     progress_bar,
@@ -140,7 +141,7 @@ def score(
     )
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
-        with atomic_output(output) as handle, progress_bar(console, quiet) as progress:
+        with atomic_output(output) as handle, progress_bar(err_console, quiet) as progress:
             task_id = progress.add_task("scoring", total=len(records))
             for start in range(0, len(records), CHUNK_SIZE):
                 chunk = records[start : start + CHUNK_SIZE]
