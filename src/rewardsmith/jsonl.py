@@ -37,9 +37,9 @@ ARRAY_HINT = (
 
 def _open_binary(path: Path) -> BinaryIO:
     try:
-        handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - returned to the caller
-        magic = handle.read(2)
-        handle.seek(0)
+        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        # peek, not read + seek: a pipe (`<(zcat ...)`, /dev/stdin) cannot seek.
+        magic = handle.peek(2)[:2]
     except IsADirectoryError:
         raise InputError(f"{path} is a folder, not a JSONL file") from None
     except OSError as exc:
