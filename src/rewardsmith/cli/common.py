@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, InputError, MissingDependencyError
 from rewardsmith.library.store import Library
 
 # Warnings go to stderr, so stdout stays the table a user (or a script) reads.
@@ -108,3 +109,16 @@ def warn_empty_input(input_path: Path, output: Path) -> None:
     """What `score` and `route` say about an input without a single sample: they exit 0 and
     write nothing (an existing OUTPUT is left as it was)."""
     warn(f"{input_path} has no samples (no non-blank lines); nothing was written to {output}")
+
+
+def write_plot(
+    plot: Callable[[dict[str, Any], Path], Path], data: dict[str, Any], path: Path
+) -> None:
+    """Draw `data` with `plot` to `path` and say where; a plot that cannot be drawn (no
+    matplotlib, nothing to plot) is a warning: the results themselves were written."""
+    try:
+        plot(data, path)
+    except (MissingDependencyError, InputError) as exc:
+        warn(f"no plot: {exc}")
+        return
+    err_console.print(f"plot: {path}", highlight=False, soft_wrap=True)
