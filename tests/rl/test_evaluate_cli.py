@@ -61,7 +61,7 @@ def test_metrics_for_the_plot_name_a_bad_line(tmp_path: Path) -> None:
 
 def test_cli_train_then_eval(tiny_testbed: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["grpo", "train", "--policy", str(tiny_testbed), "--out", str(out), "--steps", "2"]
+    args = ["grpo", "train", "--policy", str(tiny_testbed), "--out-dir", str(out), "--steps", "2"]
     args += ["--prompts-per-step", "2", "-G", "2", "--max-new-tokens", "8", "--lora-rank", "0"]
     args += ["--reward", "gsm8k,format_tags", "--library", str(tmp_path / "lib.db"), "--quiet"]
     result = runner.invoke(app, args)

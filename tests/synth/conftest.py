@@ -25,7 +25,7 @@ def tiny_rm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus = root / "corpus.txt"
     corpus.write_text("\n\n".join(topic_text(rng.choice(TOPICS), rng) for _ in range(300)))
     out = root / "topic_rm"
-    args = ["rm", "train", "-c", str(corpus), "-o", str(out), "--backbone", str(backbone)]
+    args = ["rm", "train", "-c", str(corpus), "--out-dir", str(out), "--backbone", str(backbone)]
     args += ["--max-steps", "60", "--batch-size", "8", "--lr", "5e-3", "--warmup-steps", "2"]
     args += ["--prefix-min", "6", "--prefix-max", "24", "--suffix-min", "6", "--suffix-max", "16"]
     args += ["--shuffle-buffer", "64", "--device", "cpu", "--threads", "1", "--no-register", "-q"]

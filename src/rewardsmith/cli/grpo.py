@@ -56,7 +56,7 @@ def _floats(text: str | None) -> tuple[float, ...] | None:
 @app.command("train")
 def train_cmd(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Run folder (metrics, checkpoints, model).")
+        Path, typer.Option("--out-dir", "--out", help="Run folder (metrics, checkpoints, model).")
     ],
     policy: Annotated[
         str, typer.Option(help="testbed, testbed-tiny, smollm2, or a model folder.")

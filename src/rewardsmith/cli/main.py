@@ -19,6 +19,7 @@ from rewardsmith.cli import score as score_cmd
 from rewardsmith.cli import serve as serve_cmd
 from rewardsmith.cli import synth as synth_cmd
 from rewardsmith.cli import tools as tools_cmd
+from rewardsmith.cli.examples import add_examples
 from rewardsmith.errors import RewardsmithError
 
 app = typer.Typer(
@@ -38,6 +39,7 @@ app.add_typer(grpo_cmd.app, name="grpo")
 app.add_typer(route_cmd.app, name="route")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(synth_cmd.app, name="synth")
+add_examples(app)
 
 err_console = Console(stderr=True)
 

@@ -36,7 +36,7 @@ def train_cmd(
         list[Path],
         typer.Option("--corpus", "-c", help="Text / JSONL / parquet file or folder (repeatable)."),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output model directory.")],
+    out: Annotated[Path, typer.Option("--out-dir", "--out", help="Output model directory.")],
     field: Annotated[
         str, typer.Option("--field", help="JSONL/parquet field(s), e.g. text or question,answer.")
     ] = "text",
@@ -53,9 +53,7 @@ def train_cmd(
         ),
     ] = "minilm",
     encoder: Annotated[str, typer.Option(help="cross (default) or bi.")] = "cross",
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", "-b", help="Documents per batch (B).")
-    ] = 16,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per batch (B).")] = 16,
     similar_pool: Annotated[
         int,
         typer.Option(
@@ -243,7 +241,7 @@ def eval_cmd(
         bool,
         typer.Option(help="Also evaluate the untrained backbone with the same head init and seed."),
     ] = True,
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b")] = 16,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Pairs scored per batch.")] = 16,
     prompt_tokens: Annotated[int | None, typer.Option(help="Override the prompt window.")] = None,
     completion_tokens: Annotated[
         int | None, typer.Option(help="Override the completion window.")

@@ -91,6 +91,8 @@ def score(
     router: Annotated[
         str,
         typer.Option(
+            "--backend",
+            "-b",
             "--router",
             help="Router backend when neither --tool nor --task-map is given: embedded, llm, rules.",
         ),

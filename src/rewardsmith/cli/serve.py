@@ -84,7 +84,10 @@ def serve(
     ] = False,
     ray: RayOption = None,
     router: Annotated[
-        str, typer.Option("--router", help="Router backend without --tool/--task-map.")
+        str,
+        typer.Option(
+            "--backend", "-b", "--router", help="Router backend without --tool/--task-map."
+        ),
     ] = "embedded",
     workers: Annotated[
         int, typer.Option("--workers", help="Scoring worker processes.", min=1)

@@ -40,7 +40,7 @@ LoRA (through peft, rank 32 by default, on every linear layer) or full fine-tuni
 (`lora_rank=0`). The trained policy is saved as a plain Hugging Face model in `OUT/model`
 (LoRA merged), loadable by `rewardsmith grpo eval --policy OUT/model`.
 
-    rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 300 --out runs/tb
+    rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 300 --out-dir runs/tb
 """
 
 from __future__ import annotations

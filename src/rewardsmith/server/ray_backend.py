@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,8 +63,10 @@ def connect(address: str) -> None:
 class SandboxActor:
     """A sandbox worker: one warm zygote, runs one job at a time."""
 
-    def __init__(self, limits: SandboxLimits, preload: Sequence[str]) -> None:
-        self.sandbox = Sandbox(1, limits, preload)
+    def __init__(
+        self, limits: SandboxLimits, preload: Sequence[str], read_only_paths: Sequence[str]
+    ) -> None:
+        self.sandbox = Sandbox(1, limits, preload, read_only_paths=read_only_paths)
 
     def run_job(self, job: Mapping[str, Any], limits: SandboxLimits | None) -> ExecutionResult:
         return self.sandbox.run_job(job, limits)
@@ -88,13 +91,21 @@ class ModelActor:
 class RaySandbox:
     """What `CodeTool` needs of a sandbox (`map`, `close`), with runs on `SandboxActor`s."""
 
-    def __init__(self, actors: int, limits: SandboxLimits, preload: Sequence[str]) -> None:
+    def __init__(
+        self,
+        actors: int,
+        limits: SandboxLimits,
+        preload: Sequence[str],
+        read_only_paths: Sequence[str] = (),
+    ) -> None:
         ray = _ray()
         from ray.util import ActorPool
 
         remote = ray.remote(num_cpus=ACTOR_CPUS)(SandboxActor)
         self.limits = limits
-        self._actors = [remote.remote(limits, tuple(preload)) for _ in range(actors)]
+        self._actors = [
+            remote.remote(limits, tuple(preload), tuple(read_only_paths)) for _ in range(actors)
+        ]
         self._pool = ActorPool(self._actors)
 
     def map(
@@ -132,28 +143,27 @@ class RayModelScorer:
         return list(_ray().get(values))
 
 
+# Tools already moved onto Ray (a library may hand out the same tool again).
+_ATTACHED: weakref.WeakSet[RewardTool] = weakref.WeakSet()
+
+
 def attach(tool: RewardTool) -> RewardTool:
     """Move `tool`'s sandbox or model onto Ray actors (other tools run as they are)."""
     from rewardsmith.tools.code import CodeTool
     from rewardsmith.tools.model import ModelTool
 
-    if isinstance(tool, CodeTool) and not isinstance(tool._sandbox, RaySandbox):
-        # CodeTool builds its Sandbox on first use from `_sandbox`; this one is Ray's.
-        tool._sandbox = RaySandbox(tool.workers, tool.limits, tool.preload)  # type: ignore[assignment]
-    elif isinstance(tool, ModelTool) and not isinstance(tool._scorer, RayModelScorer):
-        from rewardsmith.rm.model import Windows, read_rbs_config
-
-        # The windows ModelTool.scorer() would settle on, so clipping is the same.
-        saved = Windows(**read_rbs_config(tool.path).get("windows", {}))
-        windows = Windows(
-            tool.prompt_max_tokens or saved.prompt_max_tokens,
-            tool.completion_max_tokens or saved.completion_max_tokens,
-            tool.completion_side or saved.completion_side,  # type: ignore[arg-type]
+    if tool in _ATTACHED:
+        return tool
+    if isinstance(tool, CodeTool):
+        sandbox = RaySandbox(tool.workers, tool.limits, tool.preload, tool.read_only_paths)
+        tool.use_sandbox(sandbox)
+    elif isinstance(tool, ModelTool):
+        windows = tool.windows()  # the same clipping as in-process
+        tool.use_scorer(
+            RayModelScorer(MODEL_REPLICAS, str(tool.path), tool.device, windows, tool.threads),
+            windows,
         )
-        tool._reads_end = windows.completion_side == "end"
-        tool._scorer = RayModelScorer(
-            MODEL_REPLICAS, str(tool.path), tool.device, windows, tool.threads
-        )
+    _ATTACHED.add(tool)
     return tool
 
 

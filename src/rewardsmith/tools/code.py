@@ -113,6 +113,12 @@ class CodeTool(RewardTool):
                 raise ConfigError(f"tool {self.spec.name!r}: {exc}") from None
         return self._sandbox
 
+    def use_sandbox(self, sandbox: Any) -> None:
+        """Run on `sandbox` (anything with `map` and `close`, e.g. Ray actors) instead of a
+        local pool; this tool closes it."""
+        self.close()
+        self._sandbox = sandbox
+
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()

@@ -68,20 +68,33 @@ class ModelTool(RewardTool):
         self._scorer: Any = None
         self._lock = threading.Lock()
 
+    def windows(self) -> Any:
+        """The token windows this tool reads with: its own settings over the saved ones."""
+        from rewardsmith.rm.model import Windows, read_rbs_config
+
+        saved = Windows(**read_rbs_config(self.path).get("windows", {}))
+        return Windows(
+            self.prompt_max_tokens or saved.prompt_max_tokens,
+            self.completion_max_tokens or saved.completion_max_tokens,
+            self.completion_side or saved.completion_side,  # type: ignore[arg-type]
+        )
+
+    def use_scorer(self, scorer: Any, windows: Any) -> None:
+        """Score with `scorer` (anything with `score_texts`, e.g. Ray replicas) loaded with
+        `windows` (from `windows()`), instead of loading the model here."""
+        with self._lock:
+            self._scorer = scorer
+            self._reads_end = windows.completion_side == "end"
+
     def scorer(self) -> Any:
         """The loaded model (loaded once, on first use)."""
         with self._lock:
             if self._scorer is None:
                 # rm.model imports torch: loaded on first use, not when the registry is built.
-                from rewardsmith.rm.model import Windows, load_scorer, read_rbs_config
+                from rewardsmith.rm.model import load_scorer
 
                 torch_threads(self.threads)
-                saved = Windows(**read_rbs_config(self.path).get("windows", {}))
-                windows = Windows(
-                    self.prompt_max_tokens or saved.prompt_max_tokens,
-                    self.completion_max_tokens or saved.completion_max_tokens,
-                    self.completion_side or saved.completion_side,  # type: ignore[arg-type]
-                )
+                windows = self.windows()
                 self._scorer = load_scorer(self.path, device=self.device, windows=windows)
                 self._reads_end = windows.completion_side == "end"
             return self._scorer
