@@ -75,3 +75,17 @@ def test_openai_variables_configure_the_endpoint_key_and_served_model(tmp_path: 
     assert fake.requests, "the LLM was never asked"
     assert fake.requests[0]["headers"]["Authorization"] == "Bearer sk-test"
     assert fake.requests[0]["body"]["model"] == "served-model"
+
+
+def test_serve_with_an_unusable_llm_backend_stops_before_listening(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli.main", "serve", "-b", "llm", "--llm-url", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"REWARDSMITH_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2
+    said = proc.stderr.replace("\n", "")
+    assert "cannot reach" in said and "--fallback embedded" in said
