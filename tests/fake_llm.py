@@ -23,14 +23,26 @@ def chat_body(content: str, usage: dict[str, int] | None = None) -> dict[str, An
 
 
 class FakeLLM:
-    """Answers each POST with the next scripted reply (the last one repeats)."""
+    """Answers each POST with the next scripted reply (the last one repeats); `GET /v1/models`
+    with `models` (a status and body; default 404, a server without the endpoint)."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], models: Reply = (404, "not found")) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[dict[str, Any]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                fake.gets.append({"path": self.path, "headers": dict(self.headers)})
+                status, body = models if self.path.endswith("/models") else (404, "not found")
+                data = (body if isinstance(body, str) else json.dumps(body)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 length = int(self.headers.get("Content-Length", 0))
                 fake.requests.append(
@@ -56,8 +68,8 @@ class FakeLLM:
 
 
 @contextmanager
-def fake_llm(replies: list[Reply]) -> Iterator[FakeLLM]:
-    fake = FakeLLM(replies)
+def fake_llm(replies: list[Reply], models: Reply = (404, "not found")) -> Iterator[FakeLLM]:
+    fake = FakeLLM(replies, models)
     thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
     thread.start()
     try:

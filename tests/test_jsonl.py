@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,23 @@ def test_an_empty_file_has_no_records(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("\n  \n")
     assert read_records(path) == []
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_pipe_is_read_like_a_file(compressed: bool) -> None:
+    # `rewardsmith score <(zcat big.jsonl.gz) ...` hands over a pipe, which cannot seek.
+    data = b'{"completion": "4"}\n{"completion": "5"}\n'
+    read_fd, write_fd = os.pipe()
+    writer = threading.Thread(
+        target=lambda: (
+            os.write(write_fd, gzip.compress(data) if compressed else data),
+            os.close(write_fd),
+        )
+    )
+    writer.start()
+    try:
+        records = read_records(Path(f"/dev/fd/{read_fd}"))
+    finally:
+        writer.join()
+        os.close(read_fd)
+    assert [r["completion"] for r in records] == ["4", "5"]

@@ -140,3 +140,26 @@ def test_a_multi_tool_decision_is_scored_by_a_composite_with_the_common_rule(
     assert {r.tool for r in result} == {"gsm8k@1+format_tags@1"}
     assert result.decisions == [decision] * 3
     assert result[0].components["gsm8k@1"] == 1.0
+
+
+def test_score_reports_progress_per_chunk_and_logs_a_summary(
+    library: Library, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 600 samples: progress after each PROGRESS_CHUNK (256) and at the end, in order.
+    samples = [Sample(completion=f"#### {i % 3}", reference="1") for i in range(600)]
+    calls: list[tuple[int, int]] = []
+    with caplog.at_level("INFO", logger="rewardsmith.scoring"):
+        rewards = score(
+            samples, "gsm8k", library=library, progress=lambda d, t: calls.append((d, t))
+        )
+    assert calls == [(256, 600), (512, 600), (600, 600)]
+    assert [r.score for r in rewards[:3]] == [0.0, 1.0, 0.0]
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("scored ")]
+    assert line.startswith("scored 600 samples in ")
+    assert "mean reward 0.333" in line and "ok 600" in line
+
+
+def test_score_on_no_samples_reports_0_of_0(library: Library) -> None:
+    calls: list[tuple[int, int]] = []
+    assert score([], "gsm8k", library=library, progress=lambda d, t: calls.append((d, t))) == []
+    assert calls == [(0, 0)]

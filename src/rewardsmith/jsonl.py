@@ -37,9 +37,9 @@ ARRAY_HINT = (
 
 def _open_binary(path: Path) -> BinaryIO:
     try:
-        handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - returned to the caller
-        magic = handle.read(2)
-        handle.seek(0)
+        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        # peek, not read + seek: a pipe (`<(zcat ...)`, /dev/stdin) cannot seek.
+        magic = handle.peek(2)[:2]
     except IsADirectoryError:
         raise InputError(f"{path} is a folder, not a JSONL file") from None
     except OSError as exc:
@@ -225,12 +225,38 @@ def write_line(handle: IO[str], record: Mapping[str, Any]) -> None:
     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def check_output_path(path: Path) -> None:
+    """Create `path`'s folder, or raise `InputError` saying why the output cannot go there
+    (a file where a folder should be, no permission, the path is itself a folder). Called
+    before any work starts, so a long run never ends in an unwritable output."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"-o {path}: is a folder; name the output file, e.g. {path}/out.jsonl")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(
+            f"-o {path}: cannot create the folder {path.parent}: a file of that name is in the way"
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            f"-o {path}: cannot create the folder {path.parent}: {exc.strerror or exc}"
+        ) from None
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise InputError(f"-o {path}: the folder {path.parent} is not writable")
+
+
 @contextmanager
 def atomic_output(path: Path) -> Iterator[IO[str]]:
     """Write to a temporary file beside `path` and rename it into place at the end, so an
-    interrupted run never leaves a half-written output file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    interrupted run never leaves a half-written output file behind. An output that cannot be
+    written raises `InputError` before anything is written (see `check_output_path`)."""
+    path = Path(path)
+    check_output_path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"-o {path}: cannot write there: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             yield handle

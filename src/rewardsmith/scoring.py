@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ToolChoice = str | RewardTool | None
+# How `check_task_map` names samples without a `task` field.
+NO_TASK = "(no task)"
 
 
 def parse_task_map(text: str) -> dict[str, str]:
@@ -47,6 +49,33 @@ def parse_task_map(text: str) -> dict[str, str]:
             raise ConfigError(f"bad task map entry {part!r}: expected TASK=TOOL")
         mapping[task.strip()] = tool.strip()
     return mapping
+
+
+def check_task_map(
+    mapping: Mapping[str, str], tasks: Iterable[str | None], *, has_default: bool
+) -> dict[str, int]:
+    """Check a task map against the `task` fields of a whole input (the CLI's file).
+
+    A key that matches no task in the input is a typo that would silently leave that task
+    unscored: raises `ConfigError` naming it and the tasks the input has. Returns the number
+    of samples per task the map does not name (`"(no task)"` for samples without one) when
+    there is no default tool for them (`has_default=False`); those samples will be
+    `not_applicable`, and the caller warns once. Not used per batch (a trainer's batch need
+    not hold every task of its map).
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for task in tasks:
+        counts[task if task is not None else NO_TASK] += 1
+    unknown = sorted(key for key in mapping if key not in counts)
+    if unknown:
+        present = ", ".join(f"{t} ({n})" for t, n in sorted(counts.items())[:20])
+        raise ConfigError(
+            f"--task-map key(s) {', '.join(map(repr, unknown))} match no task in the input; "
+            f"its tasks (samples): {present}"
+        )
+    if has_default:
+        return {}
+    return {task: n for task, n in sorted(counts.items()) if task not in mapping}
 
 
 @dataclass
@@ -94,11 +123,14 @@ class Scorer:
         *,
         router: Router | str | None = None,
         synthesize: bool = False,
+        llm_fallback: bool = True,
     ) -> None:
         """`router`: a `Router`, or a backend name ("embedded", "llm", "rules") for the router
         built on first use; the router is used only when neither `tool` nor `task_map` is
         given (default backend: "embedded"). `synthesize`: samples the router sends to
-        "synthesize" get a synthesized, gated tool (see `rewardsmith.synth.session`)."""
+        "synthesize" get a synthesized, gated tool (see `rewardsmith.synth.session`).
+        `llm_fallback=False`: a router built here with the "llm" backend is strict (an
+        endpoint that cannot be used raises instead of falling back, `rewardsmith.router.llm`)."""
         self._owns_library = not isinstance(library, Library)
         self.library = library if isinstance(library, Library) else Library(library)
         self.default = self._resolve(tool) if tool is not None else None
@@ -108,6 +140,7 @@ class Scorer:
         )
         self._router_backend = router if isinstance(router, str) else "embedded"
         self._owns_router = self._router is None
+        self._llm_fallback = llm_fallback
         # The composite for each multi-tool router decision, built once.
         self._composites: dict[tuple[tuple[str, float], ...], RewardTool] = {}
         self.timing = ToolTiming()
@@ -137,7 +170,11 @@ class Scorer:
         if self._router is None:
             from rewardsmith.router import Router
 
-            self._router = Router(self.library, self._router_backend)  # type: ignore[arg-type]
+            self._router = Router(
+                self.library,
+                self._router_backend,  # type: ignore[arg-type]
+                llm_fallback=self._llm_fallback,
+            )
         return self._router
 
     def score(self, samples: Iterable[Sample | Mapping[str, Any]]) -> ScoreResult:
@@ -170,11 +207,11 @@ class Scorer:
             self.timing.seconds[chosen.spec.ref] += elapsed
             self.timing.samples[chosen.spec.ref] += len(indices)
         out: list[Reward] = []
-        for i, reward in enumerate(rewards):
-            if reward is None:  # a bug here, never a silently shorter list
+        for i, maybe in enumerate(rewards):
+            if maybe is None:  # a bug here, never a silently shorter list
                 log.error("sample %d got no reward from the scorer", i)
-                reward = Reward(0.0, "error", reason="internal error: the sample was not scored")
-            out.append(reward)
+                maybe = Reward(0.0, "error", reason="internal error: the sample was not scored")
+            out.append(maybe)
         return ScoreResult(out, decisions, seconds)
 
     def _choose(
@@ -218,6 +255,13 @@ class Scorer:
             self.library.close()
 
 
+# Samples `score` hands the scorer at once when it reports progress: GRPO groups and tool
+# pools stay busy, and the callback is called often enough to move a progress bar.
+PROGRESS_CHUNK = 256
+
+ProgressCallback = Callable[[int, int], None]
+
+
 def score(
     samples: Iterable[Sample | Mapping[str, Any]],
     tool: ToolChoice = None,
@@ -225,6 +269,7 @@ def score(
     task_map: Mapping[str, str] | None = None,
     library: Library | str | Path | None = None,
     router: Router | str | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[Reward]:
     """Score samples with one tool (`tool="math"`), a tool per task (`task_map`), or, with
     neither, the tool(s) the router picks per task signature (`router`: a `Router` or a
@@ -232,9 +277,36 @@ def score(
 
     `samples` are `Sample`s or dicts in the JSONL format; returns one `Reward` per sample, in
     order. `library` is a `Library` or a path to one (default: `~/.rewardsmith/library.db`).
+    `progress(done, total)` is called after every `PROGRESS_CHUNK` samples, scored as one
+    batch each (without it, all samples are one batch), e.g. to move a tqdm or rich bar. When done, one INFO line on the
+    `rewardsmith.scoring` logger sums up: samples, seconds, mean reward, count per status.
     """
+    batch = as_samples(samples)
+    start = time.perf_counter()
     scorer = Scorer(tool, task_map, library, router=router)
+    rewards: list[Reward] = []
     try:
-        return scorer.score(samples).rewards
+        # Without a callback the whole input is one batch, as before (one call per tool).
+        chunk = PROGRESS_CHUNK if progress is not None else max(len(batch), 1)
+        for begin in range(0, len(batch), chunk):
+            rewards.extend(scorer.score(batch[begin : begin + chunk]).rewards)
+            if progress is not None:
+                progress(len(rewards), len(batch))
+        if progress is not None and not batch:
+            progress(0, 0)
     finally:
         scorer.close()
+    log.info("%s", summary_line(rewards, time.perf_counter() - start))
+    return rewards
+
+
+def summary_line(rewards: Sequence[Reward], seconds: float) -> str:
+    """`scored 10000 samples in 14.6 s (685/s): mean reward 0.412; ok 9000, timeout 3, ...`."""
+    counts: dict[str, int] = defaultdict(int)
+    for reward in rewards:
+        counts[reward.status] += 1
+    scored = [r.score for r in rewards if r.score is not None]
+    mean = f"{sum(scored) / len(scored):.3f}" if scored else "-"
+    rate = f" ({len(rewards) / seconds:.0f}/s)" if seconds > 0 and rewards else ""
+    statuses = ", ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "none"
+    return f"scored {len(rewards)} samples in {seconds:.1f} s{rate}: mean reward {mean}; {statuses}"

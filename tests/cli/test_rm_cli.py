@@ -96,6 +96,9 @@ def test_train_then_eval_then_score(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
+    assert (tmp_path / "eval.png").read_bytes()[:4] == b"\x89PNG"  # accuracy by set, intervals
+    paged = runner.invoke(app, ["report", str(out)])  # the training folder as one page
+    assert paged.exit_code == 0 and "## Reward model" in (out / "report.md").read_text()
     assert set(data["results"]) == {"trained", "untrained"}
     assert data["results"]["trained"]["prefs"]["n"] == 2
     assert data["results"]["trained"]["prefs"]["groups"] == 2

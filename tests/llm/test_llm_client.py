@@ -88,3 +88,69 @@ def test_an_answer_that_is_not_json_is_an_llm_error() -> None:
         pytest.raises(LLMError, match="not JSON"),
     ):
         LLMClient(fake.url).chat([{"role": "user", "content": "hi"}])
+
+
+def _clear_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "REWARDSMITH_LLM_BASE_URL",
+        "REWARDSMITH_LLM_MODEL",
+        "REWARDSMITH_LLM_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_openai_variables_are_read_and_rewardsmith_ones_override(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _clear_llm_env(monkeypatch)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://openai.example/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    client = LLMClient(model="m")
+    assert (client.base_url, client.api_key) == ("http://openai.example/v1", "sk-openai")
+    monkeypatch.setenv("REWARDSMITH_LLM_BASE_URL", "http://mine/v1")
+    monkeypatch.setenv("REWARDSMITH_LLM_API_KEY", "sk-mine")
+    client = LLMClient(model="m")
+    assert (client.base_url, client.api_key) == ("http://mine/v1", "sk-mine")
+    # arguments (the CLI's --llm-url / --llm-key) beat both
+    client = LLMClient("http://flag/v1", "m", "sk-flag")
+    assert (client.base_url, client.api_key) == ("http://flag/v1", "sk-flag")
+
+
+def test_no_endpoint_names_the_flag_and_both_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_llm_env(monkeypatch)
+    with pytest.raises(ConfigError, match="--llm-url.*REWARDSMITH_LLM_BASE_URL.*OPENAI_BASE_URL"):
+        LLMClient()
+
+
+def test_without_a_model_name_the_served_model_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_llm_env(monkeypatch)
+    served = (200, {"object": "list", "data": [{"id": "qwen2.5-7b"}, {"id": "other"}]})
+    with fake_llm([(200, chat_body("ok"))], models=served) as fake:
+        client = LLMClient(fake.url)
+        client.chat([{"role": "user", "content": "hi"}])
+        client.chat([{"role": "user", "content": "hi"}])
+    assert [r["body"]["model"] for r in fake.requests] == ["qwen2.5-7b", "qwen2.5-7b"]
+    assert len(fake.gets) == 1  # asked once
+
+
+def test_a_server_without_a_model_list_gets_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_llm_env(monkeypatch)
+    with fake_llm([(200, chat_body("ok"))]) as fake:
+        LLMClient(fake.url).chat([{"role": "user", "content": "hi"}])
+    assert fake.requests[0]["body"]["model"] == "default"
+
+
+def test_check_refuses_a_rejected_key_and_says_how_to_pass_one() -> None:
+    with (
+        fake_llm([(200, chat_body("ok"))], models=(401, '{"error": "bad key"}')) as fake,
+        pytest.raises(LLMError, match="HTTP 401.*--llm-key"),
+    ):
+        LLMClient(fake.url, "m", "wrong").check()
+    assert fake.gets[0]["headers"]["Authorization"] == "Bearer wrong"
+
+
+def test_check_passes_a_server_that_answers() -> None:
+    with fake_llm([(200, chat_body("ok"))], models=(200, {"data": [{"id": "x"}]})) as fake:
+        assert LLMClient(fake.url).check() == "x"

@@ -81,6 +81,20 @@ def test_cli_train_then_eval(tiny_testbed: Path, tmp_path: Path) -> None:
     assert [p["n"] for p in report["policies"]] == [4, 4]
     assert report["comparisons"][0]["comparisons"] == 1
     assert len(report["items"]) == 4
+    # the plot beside the results: accuracy with intervals and the McNemar table
+    assert (tmp_path / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # one Markdown page per folder: the training run, then the evaluation results
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.md").read_text()
+    assert "## GRPO training" in page and "![metrics](metrics.png)" in page
+    assert "reward/gsm8k" in page  # the metrics table, first and last steps
+    result = runner.invoke(app, ["report", str(tmp_path), "-o", str(tmp_path / "r" / "e.md")])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r" / "e.md").read_text()
+    assert "## Policy evaluation" in page and "Exact McNemar" in page
+    assert f"]({tmp_path.resolve().as_posix()}/eval.png)" in page  # linked from elsewhere
 
 
 def test_cli_refuses_an_unknown_backend(tmp_path: Path) -> None:

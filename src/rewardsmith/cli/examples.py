@@ -34,7 +34,12 @@ EXAMPLES: dict[str, list[str]] = {
     "grpo eval": ["rewardsmith grpo eval -p testbed -p out/grpo/model -o out/grpo_eval.json"],
     "route run": [
         "rewardsmith route examples/mixed.jsonl -o out/routed.jsonl",
-        "rewardsmith route examples/mixed.jsonl -o out/routed.jsonl --backend llm",
+        "rewardsmith route examples/mixed.jsonl -o out/routed.jsonl --backend llm "
+        "--llm-url http://127.0.0.1:8000/v1",
+    ],
+    "report": [
+        "rewardsmith report out/grpo",
+        "rewardsmith report out/rm -o out/rm_report.md",
     ],
     "route fit": ["rewardsmith route fit labeled.jsonl --library out/library.db"],
     "bench routing": ["rewardsmith bench routing --hard --json out/routing.json"],

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, progress_bar
+from rewardsmith.cli.common import LibraryOption, progress_bar, write_plot
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.models.loading import torch_threads
 from rewardsmith.report.grpo_plot import plot_metrics
@@ -288,6 +288,9 @@ def eval_cmd(
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=2) + "\n")
+        from rewardsmith.report.eval_plots import plot_grpo_eval
+
+        write_plot(plot_grpo_eval, report, output.with_suffix(".png"))
     if not quiet:
         console.print(_eval_table(report))
         if tests:

@@ -12,6 +12,7 @@ from rich.text import Text
 from rewardsmith.cli import bench as bench_cmd
 from rewardsmith.cli import convert as convert_cmd
 from rewardsmith.cli import grpo as grpo_cmd
+from rewardsmith.cli import report as report_cmd
 from rewardsmith.cli import rm as rm_cmd
 from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
@@ -31,6 +32,7 @@ app = typer.Typer(
 app.command("score")(score_cmd.score)
 app.command("convert")(convert_cmd.convert)
 app.command("serve")(serve_cmd.serve)
+app.command("report")(report_cmd.report)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(rm_cmd.app, name="rm")
 app.add_typer(grpo_cmd.app, name="grpo")

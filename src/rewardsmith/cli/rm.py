@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.cli.common import LibraryOption, open_library, write_plot
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.models.loading import torch_threads
 
@@ -338,6 +338,9 @@ def eval_cmd(
     }
     if output is not None:
         output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    from rewardsmith.report.eval_plots import plot_rm_eval
+
+    write_plot(plot_rm_eval, payload, output.with_suffix(".png") if output else model / "eval.png")
     card_file = model / "README.md"
     if card and card_file.is_file():
         with card_file.open("a", encoding="utf-8") as fh:

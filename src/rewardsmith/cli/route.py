@@ -2,10 +2,11 @@
 
 `route INPUT -o OUTPUT` (short for `route run`) writes every input line with a `route`
 field: `{action, tools: [{tool, weight}], confidence, backend, signature}` plus, for
-"synthesize", `{kind, why}`. Input is validated first, as for `score`; the output is
-written atomically. Decisions and synthesis requests are logged in the library per
-signature. `route fit` learns from lines with a `label` field (a tool name or
-"synthesize") and stores what it learned in the library.
+"synthesize", `{kind, why}`. Input and OUTPUT are checked first, as for `score` (an
+empty INPUT warns, writes nothing and exits 0); the output is written atomically.
+Decisions and synthesis requests are logged in the library per signature. `route fit`
+learns from lines with a `label` field (a tool name or "synthesize") and stores what it
+learned in the library.
 """
 
 from __future__ import annotations
@@ -19,9 +20,21 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.cli.common import (
+    FallbackOption,
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    err_console,
+    llm_fallback,
+    open_library,
+    progress_bar,
+    warn_empty_input,
+)
 from rewardsmith.errors import InputError
-from rewardsmith.jsonl import atomic_output, read_records, write_line
+from rewardsmith.jsonl import atomic_output, check_output_path, read_records, write_line
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.router import BACKENDS, Router
 
@@ -63,22 +76,40 @@ def run(
         typer.Option(help="Confidence below which the router asks for synthesis."),
     ] = None,
     library: LibraryOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar or summary table.")
+    ] = False,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
+    fallback: FallbackOption = None,
 ) -> None:
     """Write every line of INPUT with a `route` field (tools, weights, confidence, backend)."""
+    apply_llm_flags(llm_url, llm_model, llm_key)
+    use_fallback = llm_fallback(fallback)
     records = read_records(input_path)
+    if not records:
+        warn_empty_input(input_path, output)
+        return
+    check_output_path(output)
     lib = open_library(library)
-    router = Router(lib, backend, threshold=threshold)  # type: ignore[arg-type]
+    try:
+        router = Router(lib, backend, threshold=threshold, llm_fallback=use_fallback)  # type: ignore[arg-type]
+    except BaseException:
+        lib.close()
+        raise
     counts: Counter[str] = Counter()
     decided: dict[str, Decision] = {}
     try:
-        with atomic_output(output) as handle:
+        with atomic_output(output) as handle, progress_bar(err_console, quiet) as progress:
+            task_id = progress.add_task("routing", total=len(records))
             for start in range(0, len(records), CHUNK_SIZE):
                 chunk = records[start : start + CHUNK_SIZE]
                 for record, decision in zip(chunk, router.route(chunk), strict=True):
                     write_line(handle, {**record, "route": decision.to_dict()})
                     counts[decision.signature] += 1
                     decided[decision.signature] = decision
+                progress.advance(task_id, len(chunk))
     finally:
         router.close()
         lib.close()

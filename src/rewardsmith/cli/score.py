@@ -4,7 +4,11 @@ Every input line is validated before anything is scored: a malformed line or one
 `completion` stops the command (exit 2) with each bad line's number, and no output is
 written. Otherwise every input line yields exactly one output line, in order. The output is
 written to a temporary file and renamed at the end, so an interrupted run leaves no partial
-file behind.
+file behind. An OUTPUT that cannot be written (a file where its folder should be, no
+permission) stops the command (exit 2) before anything is scored. An INPUT without a single
+sample prints a warning on stderr, writes nothing and exits 0. A `--task-map` key that
+matches no task in INPUT (a typo) stops the command (exit 2); samples of tasks the map does
+not name get one summary warning (they are `not_applicable` unless `--tool` covers them).
 """
 
 from __future__ import annotations
@@ -18,11 +22,30 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library, progress_bar
+from rewardsmith.cli.common import (
+    FallbackOption,
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    err_console,
+    llm_fallback,
+    open_library,
+    progress_bar,
+    warn,
+    warn_empty_input,
+)
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
-from rewardsmith.jsonl import atomic_output, read_records, scored_record, write_line
+from rewardsmith.jsonl import (
+    atomic_output,
+    check_output_path,
+    read_records,
+    scored_record,
+    write_line,
+)
 from rewardsmith.library.store import Library
-from rewardsmith.scoring import Scorer, parse_task_map
+from rewardsmith.scoring import Scorer, check_task_map, parse_task_map
 from rewardsmith.types import STATUSES, Reward
 
 console = Console()
@@ -82,11 +105,32 @@ def score(
             help="Samples the router sends to 'synthesize' get a synthesized, gated tool.",
         ),
     ] = False,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
+    fallback: FallbackOption = None,
 ) -> None:
     """Score every line of INPUT with a tool, a tool per task, or (with neither) the tool(s)
     the router picks, and write OUTPUT."""
+    apply_llm_flags(llm_url, llm_model, llm_key)
+    use_fallback = llm_fallback(fallback)
     mapping = parse_task_map(task_map) if task_map else {}
     records = read_records(input_path)
+    if not records:
+        warn_empty_input(input_path, output)
+        return
+    if mapping:
+        unmapped = check_task_map(
+            mapping, (r.get("task") for r in records), has_default=tool is not None
+        )
+        if unmapped:
+            listed = ", ".join(f"{task} ({n})" for task, n in list(unmapped.items())[:10])
+            more = f" and {len(unmapped) - 10} more" if len(unmapped) > 10 else ""
+            warn(
+                f"{sum(unmapped.values())} sample(s) of task(s) the --task-map does not name "
+                f"will be not_applicable (no --tool given): {listed}{more}"
+            )
+    check_output_path(output)
     if ray is not None:
         from rewardsmith.server.ray_backend import RayLibrary, start_ray
 
@@ -94,10 +138,12 @@ def score(
         lib: Library = RayLibrary(library)
     else:
         lib = open_library(library)
-    scorer = Scorer(tool, mapping, lib, router=router, synthesize=synthesize)
+    scorer = Scorer(
+        tool, mapping, lib, router=router, synthesize=synthesize, llm_fallback=use_fallback
+    )
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
-        with atomic_output(output) as handle, progress_bar(console, quiet) as progress:
+        with atomic_output(output) as handle, progress_bar(err_console, quiet) as progress:
             task_id = progress.add_task("scoring", total=len(records))
             for start in range(0, len(records), CHUNK_SIZE):
                 chunk = records[start : start + CHUNK_SIZE]

@@ -18,7 +18,15 @@ from typing import Annotated
 
 import typer
 
-from rewardsmith.cli.common import LibraryOption
+from rewardsmith.cli.common import (
+    FallbackOption,
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    llm_fallback,
+)
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.scoring import parse_task_map
 from rewardsmith.server.config import (
@@ -109,9 +117,16 @@ def serve(
         ),
     ] = DEFAULT_MAX_PENDING,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
+    fallback: FallbackOption = None,
 ) -> None:
     """Serve rewards over HTTP: POST /v1/score, /v1/openrlhf, /v1/route; GET /v1/tools,
     /health, /metrics."""
+    apply_llm_flags(llm_url, llm_model, llm_key)  # the llm router and synthesis read them
+    if router == "llm" and not tool and not task_map and not llm_fallback(fallback):
+        _check_llm()
     try:
         import uvicorn
     except ImportError as exc:
@@ -162,6 +177,25 @@ def serve(
         raise ConfigError(f"the server stopped: {app.state.startup_error}")
     if not server.started:
         raise ConfigError(f"the server did not start on {host}:{port} (see the log above)")
+
+
+def _check_llm() -> None:
+    """An explicit `--backend llm` must work before the server starts (exit 2 otherwise): once
+    serving, a request never fails for it; the router falls back per request instead."""
+    from rewardsmith.errors import LLMError
+    from rewardsmith.llm.client import LLMClient
+
+    hint = "pass --fallback embedded to serve with the embedded router instead"
+    try:
+        client = LLMClient()
+    except ConfigError as exc:
+        raise ConfigError(f"--backend llm: {exc}; {hint}") from None
+    try:
+        client.check()
+    except LLMError as exc:
+        raise LLMError(f"--backend llm: {exc}; {hint}") from None
+    finally:
+        client.close()
 
 
 def expand_ray_flag(argv: Sequence[str]) -> list[str]:

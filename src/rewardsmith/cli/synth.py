@@ -16,7 +16,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.cli.common import (
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    open_library,
+)
 from rewardsmith.errors import ConfigError
 
 app = typer.Typer(
@@ -130,7 +137,7 @@ def codeverify_cmd(
     examples: ExamplesArg,
     name: Annotated[str, typer.Option("--name", help="Name of the new tool.")],
     backend: Annotated[
-        str, typer.Option(help="offline (search over primitives) or llm (REWARDSMITH_LLM_*).")
+        str, typer.Option(help="offline (search over primitives) or llm (see --llm-url).")
     ] = "offline",
     library: LibraryOption = None,
     json_report: JsonOption = None,
@@ -138,8 +145,12 @@ def codeverify_cmd(
     min_accuracy: MinAccuracy = 0.9,
     min_auc: MinAuc = 0.9,
     max_probe_win_rate: MaxProbeWinRate = 0.0,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
 ) -> None:
     """Write a verifier from EXAMPLES, gate it, and register it as NAME (provenance synth)."""
+    apply_llm_flags(llm_url, llm_model, llm_key)
     from rewardsmith.synth.examples import load_examples
     from rewardsmith.synth.pipeline import codeverify
 

@@ -1,27 +1,31 @@
 """A small OpenAI-compatible chat client with token accounting (vLLM, Ollama, llama.cpp
 server, hosted APIs).
 
-Configured from `REWARDSMITH_LLM_BASE_URL` (e.g. `http://127.0.0.1:8000/v1`),
-`REWARDSMITH_LLM_MODEL` and `REWARDSMITH_LLM_API_KEY` (DESIGN.md), or arguments. Every call's
-prompt and completion tokens are added to `client.usage` (the server's `usage` field; a
-rough 4-characters-per-token estimate, marked as such, when the server sends none), because
-RLAR's cost claim is about tokens. Transient failures (connection errors, timeouts, HTTP 408,
-409, 429 and 5xx) are retried with exponential backoff; anything else raises `LLMError` at
-once. Only the standard library is used.
+Configuration, first found wins: the arguments (the CLI's `--llm-url`, `--llm-model`,
+`--llm-key`), then `REWARDSMITH_LLM_BASE_URL` / `REWARDSMITH_LLM_MODEL` /
+`REWARDSMITH_LLM_API_KEY`, then the OpenAI SDK's usual `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+Without a model name the client asks the server (`GET {base_url}/models`) on first use and
+takes the first model it serves; a server without that endpoint gets "default" (llama.cpp's
+server and others accept any name), with a warning.
+
+Every call's prompt and completion tokens are added to `client.usage` (the server's `usage`
+field; a rough 4-characters-per-token estimate, marked as such, when the server sends none),
+because RLAR's cost claim is about tokens. Transient failures (connection errors, timeouts,
+HTTP 408, 409, 429 and 5xx) are retried with exponential backoff; anything else raises
+`LLMError` at once. HTTP goes through `httpx` (one connection pool per client).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import httpx
 
 from rewardsmith.errors import ConfigError, LLMError
 
@@ -30,16 +34,32 @@ log = logging.getLogger(__name__)
 BASE_URL_ENV = "REWARDSMITH_LLM_BASE_URL"
 MODEL_ENV = "REWARDSMITH_LLM_MODEL"
 API_KEY_ENV = "REWARDSMITH_LLM_API_KEY"
+# The OpenAI SDK's variables, read after rewardsmith's own.
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
+OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
+# The model name sent when none is configured and the server lists none.
+FALLBACK_MODEL = "default"
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_RETRIES = 2
 # Backoff before retry k is BACKOFF_S * 2**k: 0.5 s, 1 s, 2 s...
 BACKOFF_S = 0.5
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+# The server refuses the key: worth saying so, never worth retrying.
+AUTH_STATUSES = frozenset({401, 403})
 # Characters per token for the estimate used when a server reports no usage.
 CHARS_PER_TOKEN = 4
 # How much of an error body goes into an exception message.
 ERROR_BODY_CHARS = 300
+
+
+def _first_set(*values: str | None) -> str | None:
+    return next((v for v in values if v), None)
+
+
+def configured_base_url(base_url: str | None = None) -> str | None:
+    """The endpoint the arguments and environment name, or None (see the module docstring)."""
+    return _first_set(base_url, os.environ.get(BASE_URL_ENV), os.environ.get(OPENAI_BASE_URL_ENV))
 
 
 @dataclass
@@ -89,19 +109,72 @@ class LLMClient:
         timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = DEFAULT_RETRIES,
     ) -> None:
-        url = base_url or os.environ.get(BASE_URL_ENV)
+        url = configured_base_url(base_url)
         if not url:
             raise ConfigError(
-                f"no LLM endpoint: set {BASE_URL_ENV} (e.g. http://127.0.0.1:8000/v1) or pass "
-                "base_url"
+                f"no LLM endpoint: pass --llm-url or set {BASE_URL_ENV} or {OPENAI_BASE_URL_ENV} "
+                "(e.g. http://127.0.0.1:8000/v1)"
             )
         self.base_url = url.rstrip("/")
-        self.model = model or os.environ.get(MODEL_ENV) or "default"
-        self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        self._model = _first_set(model, os.environ.get(MODEL_ENV))
+        self.api_key = (
+            api_key
+            if api_key is not None
+            else _first_set(os.environ.get(API_KEY_ENV), os.environ.get(OPENAI_API_KEY_ENV))
+        )
         self.timeout = timeout
         self.retries = retries
         self.usage = TokenUsage()
         self._lock = threading.Lock()
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._http = httpx.Client(headers=headers, timeout=timeout)
+
+    @property
+    def model(self) -> str:
+        """The model name sent with each request: the configured one, else the first model the
+        server lists (asked once), else "default"."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._served_model()
+        return self._model
+
+    def _served_model(self) -> str:
+        try:
+            data = self._request("GET", "/models", None)
+            models = [m["id"] for m in data.get("data", []) if isinstance(m.get("id"), str)]
+        except LLMError as exc:
+            if "cannot reach" in str(exc) or any(f"HTTP {c}" in str(exc) for c in AUTH_STATUSES):
+                raise
+            models = []
+            log.debug("no model list from %s: %s", self.base_url, exc)
+        except (AttributeError, TypeError, KeyError):
+            models = []
+        if not models:
+            log.warning(
+                "LLM: no model name given and %s/models lists none; sending %r (pass --llm-model "
+                "or set %s)",
+                self.base_url,
+                FALLBACK_MODEL,
+                MODEL_ENV,
+            )
+            return FALLBACK_MODEL
+        return str(models[0])
+
+    def check(self) -> str:
+        """Raise `LLMError` unless the endpoint answers and accepts the key (`GET /models`;
+        a server without that endpoint passes when it answers at all). Returns the model
+        name requests will use."""
+        try:
+            self._request("GET", "/models", None)
+        except LLMError as exc:
+            if "cannot reach" in str(exc) or any(f"HTTP {c}" in str(exc) for c in AUTH_STATUSES):
+                raise
+        return self.model
+
+    def close(self) -> None:
+        """Close the connection pool (the client is unusable afterwards)."""
+        self._http.close()
 
     def chat(
         self,
@@ -152,30 +225,37 @@ class LLMClient:
         )
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        payload = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        return self._request("POST", path, body)
+
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None) -> dict[str, Any]:
         url = self.base_url + path
-        last: Exception | None = None
+        last: LLMError | None = None
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(BACKOFF_S * 2 ** (attempt - 1))
-            request = urllib.request.Request(url, payload, headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    result: dict[str, Any] = json.loads(response.read().decode("utf-8"))
+                response = self._http.request(method, url, json=body)
+            except httpx.TransportError as exc:  # connect, read, timeouts, protocol
+                last = LLMError(
+                    f"{url}: cannot reach the LLM endpoint: {exc or type(exc).__name__}"
+                )
+            else:
+                if response.is_success:
+                    try:
+                        result: dict[str, Any] = response.json()
+                    except ValueError as exc:  # the body was not JSON
+                        raise LLMError(f"{url}: answer is not JSON: {exc}") from None
                     return result
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:ERROR_BODY_CHARS].decode("utf-8", "replace")
-                last = LLMError(f"{url}: HTTP {exc.code}: {detail}")
-                if exc.code not in RETRY_STATUSES:
-                    raise last from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = LLMError(f"{url}: cannot reach the LLM endpoint: {reason}")
-            except ValueError as exc:  # the body was not JSON
-                raise LLMError(f"{url}: answer is not JSON: {exc}") from None
+                detail = response.text[:ERROR_BODY_CHARS]
+                hint = (
+                    " (the server refuses the API key: pass --llm-key or set "
+                    f"{API_KEY_ENV} or {OPENAI_API_KEY_ENV})"
+                    if response.status_code in AUTH_STATUSES
+                    else ""
+                )
+                last = LLMError(f"{url}: HTTP {response.status_code}: {detail}{hint}")
+                if response.status_code not in RETRY_STATUSES:
+                    raise last
             log.debug("LLM call to %s failed (attempt %d): %s", url, attempt + 1, last)
         assert last is not None
         raise last

@@ -9,7 +9,9 @@ tool names and kinds as enums so a constrained decoder cannot invent one. The sc
 the OpenAI way (`response_format: {type: json_schema}`); a server that refuses that with
 HTTP 400/422 (llama-cpp-python's server) gets `{type: json_object, schema}` from then on.
 
-Fallback to the embedded backend, with a warning: the endpoint is unreachable (then the
+Fallback to the embedded backend, with a warning (unless the backend is strict, as the
+CLI makes an explicit `--backend llm` without `--fallback embedded`: then no endpoint, an
+unreachable one or a refused key is an error): the endpoint is unreachable (then the
 backend stays off for the router's lifetime, so a dead endpoint costs one timeout, not one
 per signature); the answer is not JSON or breaks the schema; or it names a tool that cannot
 read the sample's reference format (a constrained decoder can still pick a wrong enum value;
@@ -48,6 +50,8 @@ COMPLETION_CHARS = 200
 DESCRIPTION_CHARS = 160
 REASON_CHARS = 60
 MAX_ANSWER_TOKENS = 100
+# How a strict (explicitly requested) LLM backend's error says to carry on without it.
+FALLBACK_HINT = "pass --fallback embedded to route with the embedded backend instead"
 
 SYSTEM = (
     "You route samples to reward tools for reinforcement learning. Given a task prompt, the "
@@ -77,24 +81,40 @@ def decision_schema(tool_names: list[str]) -> dict[str, Any]:
 
 class LLMBackend:
     """Decides with an LLM; see the module docstring. `client` defaults to one built from
-    the `REWARDSMITH_LLM_*` environment variables."""
+    the environment (`rewardsmith.llm.client`).
+
+    `strict=True` (what the CLI does for an explicit `--backend llm` without `--fallback
+    embedded`): no endpoint, an unreachable one or a refused key raises (`ConfigError`,
+    `LLMError`) at construction, and an endpoint failure during routing raises too, instead
+    of falling back; a malformed answer still falls back for that decision, with the reason.
+    """
 
     def __init__(
         self,
         library: Library,
         fallback: EmbeddedBackend,
         client: LLMClient | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
         self.library = library
         self.fallback = fallback
         self.client: LLMClient | None = client
+        self.strict = strict
         self.down = False
         if self.client is None:
             try:
                 self.client = LLMClient()
             except ConfigError as exc:
+                if strict:
+                    raise ConfigError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
                 log.warning("router: %s; using the embedded backend", exc)
                 self.down = True
+        if strict and self.client is not None:
+            try:
+                self.client.check()
+            except LLMError as exc:
+                raise LLMError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
         self.schema_style = "json_schema"
         self.tools = {c.spec.name: c for c in fallback.candidates}
 
@@ -179,6 +199,8 @@ class LLMBackend:
         try:
             text, tokens = self._ask(self.messages(sample, f), tools)
         except LLMError as exc:
+            if self.strict:
+                raise LLMError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
             if "cannot reach" in str(exc):
                 self.down = True
             log.warning("router: LLM backend failed (%s); using the embedded backend", exc)

@@ -111,9 +111,11 @@ def load_state(library: Library) -> RouterState:
 class Router:
     """Routes samples to library tools; see the module docstring.
 
-    `backend`: "embedded" (MiniLM, offline), "llm" (OpenAI-compatible endpoint from
-    `REWARDSMITH_LLM_*` or `llm_client`), or "rules" (format, content and markers only, no
-    model). `threshold` overrides the library's confidence threshold.
+    `backend`: "embedded" (MiniLM, offline), "llm" (OpenAI-compatible endpoint: `llm_client`,
+    or one configured as `rewardsmith.llm.client` says), or "rules" (format, content and markers only, no
+    model). `threshold` overrides the library's confidence threshold. `llm_fallback=False`
+    makes the llm backend strict: an endpoint that is missing, unreachable or refuses the key
+    raises instead of falling back to the embedded backend (`rewardsmith.router.llm`).
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class Router:
         *,
         threshold: float | None = None,
         llm_client: LLMClient | None = None,
+        llm_fallback: bool = True,
         embedder: MiniLMEmbedder | None = None,
         log_events: bool = True,
     ) -> None:
@@ -140,7 +143,9 @@ class Router:
         if backend == "llm":
             from rewardsmith.router.llm import LLMBackend
 
-            self.llm = LLMBackend(self.library, self.embedded, client=llm_client)
+            self.llm = LLMBackend(
+                self.library, self.embedded, client=llm_client, strict=not llm_fallback
+            )
         self._content = ContentCache()
         self._groups: OrderedDict[str, Decision] = OrderedDict()  # group key -> decision
         self._tasks: dict[str, Decision | None] = {}  # task signature -> pooled (None: split)

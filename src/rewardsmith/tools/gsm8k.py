@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from rewardsmith.errors import InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Verdict
+from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.types import ToolSpec
 
 # Python refuses int() of strings over 4,300 digits, and no GSM8K answer has more than ten;
@@ -146,6 +147,9 @@ class GSM8KTool(AnswerVerifier):
         text = reference.strip()
         if not text:
             raise InvalidReferenceError("empty reference")
+        foreign = check_reference_kind("gsm8k", "a number like '72' or '#### 72'", text)
+        if foreign:
+            raise InvalidReferenceError(foreign)
         if "####" in text:
             value = _after_hashes(text)
             if value is None:

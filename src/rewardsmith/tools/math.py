@@ -26,7 +26,8 @@ scores `timeout`, the rest is re-sent, and the caller never waits longer.
 `workers=0` scores in the calling process: no start-up cost, but the deadline then works
 only when `score` is called from the main thread; elsewhere nothing is interrupted.
 
-Missing, empty or unparseable references give `invalid_reference` (score None), a completion
+Missing, empty or unparseable references, and references of another tool's kind (a JSON list
+of unit tests, a HumanEval record), give `invalid_reference` (score None), a completion
 without an answer scores 0.0 with reason "no answer found"; no input makes `score` raise.
 """
 
@@ -46,9 +47,12 @@ from math_verify import parse, verify
 from rewardsmith.config import clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Group, Verdict
+from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.tools.verifier_pool import VerifierPool
 from rewardsmith.types import Reward, ToolSpec
 
+# What a math reference looks like, for the reason given when it is something else.
+MATH_REFERENCE = "a final answer (LaTeX like '\\frac{1}{2}', or a number)"
 # math-verify's own default for one parse or one verify call.
 DEFAULT_TIMEOUT_SECONDS = 5.0
 # A worker keeps this many parsed references: a trainer revisits a prompt many times and a
@@ -181,9 +185,14 @@ class MathTool(AnswerVerifier):
         """The reference parsed by math-verify, as `verify`'s gold (cached per process).
 
         A reference with math delimiters (`$`, `\\(`, `\\[`, `\\boxed`) is parsed as written;
-        a bare answer is wrapped as `$...$` first. Raises `InvalidReferenceError` when
-        math-verify finds nothing to compare with, or fails on it.
+        a bare answer is wrapped as `$...$` first. Raises `InvalidReferenceError` when the
+        reference is another tool's kind (unit tests, a HumanEval record: see
+        `rewardsmith.tools.reference_shape`), or math-verify finds nothing to compare with, or
+        fails on it.
         """
+        foreign = check_reference_kind("math", MATH_REFERENCE, reference)
+        if foreign:
+            raise InvalidReferenceError(foreign)
         try:
             gold, problem = _parse_gold_cached(reference)
         except Exception as exc:

@@ -20,6 +20,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Verdict
+from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.types import ToolSpec
 
 METRICS = ("chrf", "bleu")
@@ -52,6 +53,11 @@ class TranslationTool(AnswerVerifier):
         text = reference.strip()
         if not text:
             raise InvalidReferenceError("empty reference")
+        foreign = check_reference_kind(
+            "translation", "a reference translation or a JSON list of them", text, string_lists=True
+        )
+        if foreign:
+            raise InvalidReferenceError(foreign)
         if text.startswith("["):
             try:
                 refs = json.loads(text)

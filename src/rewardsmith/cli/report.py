@@ -1,0 +1,37 @@
+"""`rewardsmith report RUNDIR`: one Markdown page for a training or evaluation folder (see
+`rewardsmith.report.markdown` for what it recognizes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+
+def report(
+    rundir: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RUNDIR",
+            help="A `grpo train` / `rm train` output folder, or a folder holding `rm eval` / "
+            "`grpo eval` results saved with -o.",
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Where to write the page (default: RUNDIR/report.md)."),
+    ] = None,
+) -> None:
+    """Write one Markdown page (settings, metric tables, plots) for RUNDIR.
+
+    Example: `rewardsmith grpo eval -p testbed -p runs/a/model -o runs/a/eval.json && rewardsmith
+    report runs/a`
+    """
+    from rewardsmith.report.markdown import write_report
+
+    path = write_report(rundir, output)
+    console.print(f"wrote {path}", highlight=False, soft_wrap=True)
