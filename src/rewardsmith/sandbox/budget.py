@@ -36,6 +36,8 @@ PREFIX = "rewardsmith-"
 def group_name(pid: int) -> str:
     """The cgroup of the zygote with this (host) pid: `rewardsmith-<pid namespace>-<pid>`."""
     return f"{PREFIX}{os.stat('/proc/self/ns/pid').st_ino}-{pid}"
+
+
 CGROUP2_MOUNT = "/sys/fs/cgroup"
 # How long `remove` waits for a cgroup's processes to die before giving up on rmdir.
 REMOVE_SECONDS = 2.0
