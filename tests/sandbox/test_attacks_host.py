@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,6 +113,42 @@ print(written)
     # Nor does the next run on either zygote see the private /tmp files.
     look = f"import os\nprint([p for p in ('/tmp', '/var/tmp', '/dev/shm') if {marker!r} in os.listdir(p)])"
     assert [r.stdout for r in box.map([{"mode": "exec", "source": look}] * 2)] == ["[]\n"] * 2
+
+
+def test_folders_leading_to_a_path_bound_under_tmp_are_read_only_and_forgotten() -> None:
+    # A checkout or data folder under /tmp is bound back into the private /tmp; the folders
+    # leading to it are made in that tmpfs and skipped by the wipe after each run. Where runs
+    # keep the zygote's uid (an unprivileged user) a run could leave files there for the
+    # next run, unless those folders are read-only too.
+    base = Path(tempfile.mkdtemp(prefix="rs-bound-", dir="/tmp"))
+    data = base / "nested" / "data"
+    data.mkdir(parents=True)
+    (data / "ref.txt").write_text("42")
+    marker = f"rs-left-{unique_marker()}"
+    code = f"""
+import os
+written = []
+for folder in ({str(base)!r}, {str(base / "nested")!r}, {str(data)!r}):
+    try:
+        open(os.path.join(folder, {marker!r}), 'w').write('x')
+        written.append(folder)
+    except OSError:
+        pass
+print(written, open({str(data / "ref.txt")!r}).read())
+"""
+    sandbox = Sandbox(workers=1, limits=LIMITS, read_only_paths=[str(data)])
+    try:
+        if not sandbox.isolation.get("private_tmp"):
+            pytest.skip("no private /tmp here: the host's /tmp is the run's")
+        result = sandbox.run(code)
+        assert result.status == "ok", result
+        assert result.stdout == "[] 42\n", result
+        look = f"import os\nprint(os.path.exists(os.path.join({str(base)!r}, {marker!r})))"
+        assert sandbox.run(look).stdout == "False\n"
+    finally:
+        sandbox.close()
+        shutil.rmtree(base, ignore_errors=True)
+    assert not any(marker in str(p) for p in base.parent.glob(f"{base.name}/**/*"))
 
 
 def test_a_nested_user_namespace_cannot_take_the_view_apart(box: Sandbox) -> None:

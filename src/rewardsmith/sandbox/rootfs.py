@@ -108,11 +108,33 @@ def build(disk_mb: int, extra: Sequence[str] = ()) -> dict[str, Any]:
             os.makedirs(root + path, exist_ok=True)
         for source in sources:
             _bind(held[source], root + source, read_only=True)
+        kept = [s for s in sources if any(_inside(s, t) for t in PRIVATE_TMP_DIRS)]
+        _seal_parents(kept, prefix=root)
     finally:
         for fd in held.values():
             os.close(fd)
-    kept = [s for s in sources if any(_inside(s, t) for t in PRIVATE_TMP_DIRS)]
     return {"kept_tmp_paths": kept, "sources": sources}
+
+
+def _seal_parents(kept: Sequence[str], prefix: str = "") -> None:
+    """Make read-only the folders a bind under a private tmpfs needed (`/tmp/ci` for a
+    checkout bound at `/tmp/ci/src`). `_bind` created them in the tmpfs, owned by the
+    zygote's uid: where runs keep that uid (an unprivileged user), a run could write files
+    there, and the wipe after each run skips them (they lead to host files), so the files
+    would reach later runs. Each is bound onto itself, recursively, read-only."""
+    tops = set()
+    for source in kept:
+        for private in PRIVATE_TMP_DIRS:
+            if _inside(source, private):
+                top = os.path.join(private, os.path.relpath(source, private).split("/")[0])
+                if top != source:
+                    tops.add(top)
+    for top in sorted(tops):
+        fd = os.open(prefix + top, os.O_PATH)
+        try:
+            _bind(fd, prefix + top, read_only=True)
+        finally:
+            os.close(fd)
 
 
 def _dev(root: str, held: dict[str, int]) -> None:
@@ -199,6 +221,7 @@ def _cover(path: str, disk_mb: int) -> list[str]:
         _linux.mount("tmpfs", path, "tmpfs", flags, f"size={disk_mb}m,mode=1777")
         for entry, fd in held:
             _bind(fd, entry, read_only=True)
+        _seal_parents(keep)
     finally:
         for _, fd in held:
             with contextlib.suppress(OSError):
