@@ -11,7 +11,7 @@ the host's root is detached, not just hidden), then made read-only:
 | `/etc/ld.so.cache` | where the dynamic loader finds shared libraries (extension modules imported in a run) | read-only bind (nothing else of `/etc`: no passwd, hosts, resolv.conf, ssl) |
 | `read_only_paths` | what the caller adds (data a verifier needs) | read-only binds |
 | `/dev` | `null`, `zero`, `full`, `random`, `urandom` (bound from the host), `fd`, `stdin`, `stdout`, `stderr` links, `shm` | tmpfs; `shm` private |
-| `/tmp`, `/var/tmp`, `/dev/shm` | private tmpfs (`disk_mb` each), wiped after every run; a Python path under `/tmp` (a CI checkout) is bound back read-only inside | writable |
+| `/tmp`, `/var/tmp`, `/dev/shm` | private tmpfs (`disk_mb` each), wiped after every run; a Python path under `/tmp` (a CI checkout) is bound back read-only inside, and so are the folders leading to it | writable |
 | `/proc` | the zygote's PID namespace's own | |
 | `/run` | empty | read-only |
 
