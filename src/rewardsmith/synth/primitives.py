@@ -48,11 +48,13 @@ from rewardsmith.synth.catalogue import (
     REFERENCE_EXTRACTORS,
     Primitive,
 )
+from rewardsmith.synth.features import FEATURE_HELPERS, FEATURES
 
 __all__ = [
     "COMPARATORS",
     "EXTRACTORS",
     "FAILED",
+    "FEATURES",
     "HELPERS",
     "NORMALIZERS",
     "NORMALIZER_ORDER",
@@ -67,8 +69,10 @@ __all__ = [
     "enumerate_compositions",
     "extractor_cascades",
     "mutate",
+    "primitive_source",
     "random_composition",
     "render",
+    "render_check",
     "shared_evaluator",
 ]
 
@@ -175,7 +179,8 @@ def _closure(names: Sequence[str]) -> list[Primitive]:
         if name in seen:
             return
         seen.add(name)
-        prim = PRIMITIVES.get(name) or HELPERS[name]
+        prim = PRIMITIVES.get(name) or HELPERS.get(name) or FEATURES.get(name)
+        prim = prim or FEATURE_HELPERS[name]
         for need in prim.needs:
             visit(need)
         out.append(prim)
@@ -220,28 +225,8 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     )
     header = "\n\n".join(parts)
     parts = [header, *(p.source.rstrip("\n") for p in prims)]
-    if len(c.extractors) > 1:
-        parts.append(
-            "def find_answer(text):\n"
-            '    """The answer found by the first extractor that finds one, or None."""\n'
-            f"    for extract in ({', '.join(c.extractors)}):\n"
-            "        answer = extract(text)\n"
-            "        if answer is not None:\n"
-            "            return answer\n"
-            "    return None"
-        )
-        find = "find_answer"
-    else:
-        find = c.extractors[0]
-    if c.normalizers:
-        body = "text"
-        for n in c.normalizers:
-            body = f"{n}({body})"
-        parts.append(
-            "def normalize(text):\n"
-            f'    """{"; ".join(NORMALIZERS[n].summary for n in c.normalizers).capitalize()}."""\n'
-            f"    return {body}"
-        )
+    find, readers = _answer_readers(c)
+    parts += readers
     compared = (
         f"{c.comparator}(normalize(answer), normalize(reference))"
         if c.normalizers
@@ -273,6 +258,73 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         "    return scores"
     )
     return "\n\n\n".join(parts) + "\n"
+
+
+def _answer_readers(c: Composition) -> tuple[str, list[str]]:
+    """The name of the function that finds the answer, and the sources of `find_answer`
+    (several extractors) and `normalize` (any normalizer) where the composition needs them."""
+    parts = []
+    find = c.extractors[0]
+    if len(c.extractors) > 1:
+        parts.append(
+            "def find_answer(text):\n"
+            '    """The answer found by the first extractor that finds one, or None."""\n'
+            f"    for extract in ({', '.join(c.extractors)}):\n"
+            "        answer = extract(text)\n"
+            "        if answer is not None:\n"
+            "            return answer\n"
+            "    return None"
+        )
+        find = "find_answer"
+    if c.normalizers:
+        body = "text"
+        for n in c.normalizers:
+            body = f"{n}({body})"
+        parts.append(
+            "def normalize(text):\n"
+            f'    """{"; ".join(NORMALIZERS[n].summary for n in c.normalizers).capitalize()}."""\n'
+            f"    return {body}"
+        )
+    return find, parts
+
+
+def primitive_source(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The import lines and the sources (helpers first, each once) of the named primitives:
+    extractors, normalizers, comparators and features (`rewardsmith.synth.features`)."""
+    prims = _closure(names)
+    return _import_lines(prims), [p.source.rstrip("\n") for p in prims]
+
+
+def render_check(composition: Composition) -> tuple[list[str], list[str]]:
+    """The composition as part of a larger program: import lines, and sources ending in
+    `def answer_matches(text, reference) -> bool` (the same reading and comparison as
+    `render`'s `score_one`). The program must define `MAX_COMPLETION_CHARS`."""
+    c = composition
+    names = [*c.extractors]
+    if c.reference_extractor and c.reference_extractor not in names:
+        names.append(c.reference_extractor)
+    imports, sources = primitive_source([*names, *c.normalizers, c.comparator])
+    find, readers = _answer_readers(c)
+    compared = (
+        f"{c.comparator}(normalize(answer), normalize(reference))"
+        if c.normalizers
+        else f"{c.comparator}(answer, reference)"
+    )
+    ref_line = (
+        f"    reference = {c.reference_extractor}(reference)\n" if c.reference_extractor else ""
+    )
+    check = (
+        "def answer_matches(text, reference):\n"
+        f'    """Whether the answer matches: {c.describe()}."""\n'
+        "    if reference is None:\n"
+        "        return False\n"
+        f"{ref_line}"
+        f"    answer = {find}(text[-MAX_COMPLETION_CHARS:])\n"
+        "    if answer is None or reference is None:\n"
+        "        return False\n"
+        f"    return bool({compared})"
+    )
+    return imports, [*sources, *readers, check]
 
 
 def compile_program(source: str, host: Mapping[str, Callable[..., Any]] | None = None) -> Any:
