@@ -8,9 +8,9 @@ import collections
 import random
 from pathlib import Path
 
-from fake_llm import chat_body, fake_llm
 from search_helpers import crafted_pool
 
+from fake_llm import chat_body, fake_llm
 from rewardsmith.llm.client import LLMClient
 from rewardsmith.search.feedback import Feedback
 from rewardsmith.search.generator import OfflineGenerator, candidate_name
