@@ -7,11 +7,13 @@ import importlib.util
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -52,22 +54,35 @@ def llama_server(n_ctx: int = 2048) -> Iterator[str]:
         "--n_threads",
         "2",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama.cpp server did not start (exit code {proc.poll()})")
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            yield _wait_until_up(proc, f"http://127.0.0.1:{port}/v1", log)
+            if proc.poll() is not None:  # died while serving (SIGILL: a build for another CPU)
+                pytest.fail(
+                    f"llama.cpp server died while serving (exit code {proc.poll()}){_tail(log)}"
+                )
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _wait_until_up(proc: subprocess.Popen[bytes], url: str, log: IO[bytes]) -> str:
+    deadline = time.monotonic() + SERVER_START_S
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=2):
+                return url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"llama.cpp server did not start (exit code {proc.poll()}){_tail(log)}")
+            time.sleep(0.5)
+
+
+def _tail(log: IO[bytes], chars: int = 800) -> str:
+    log.seek(0)
+    text = log.read().decode("utf-8", "replace")[-chars:].strip()
+    return f"; its last output:\n{text}" if text else ""

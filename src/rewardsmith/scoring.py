@@ -113,6 +113,7 @@ class Scorer:
         self.timing = ToolTiming()
         self._synthesis: SynthesisSession | None = None
         if synthesize:
+            # synth loads math-verify and sympy (about a second): only when it is asked for.
             from rewardsmith.synth.session import SynthesisSession
 
             self._synthesis = SynthesisSession(self.library)

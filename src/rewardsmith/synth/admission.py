@@ -17,6 +17,7 @@ from typing import Any
 from rewardsmith.errors import RewardsmithError, UnknownToolError
 from rewardsmith.library.registry import build_tool
 from rewardsmith.library.store import Library
+from rewardsmith.router.features import reference_format
 from rewardsmith.synth.examples import Example, prompts_of
 from rewardsmith.synth.gate import GateConfig, GateReport, build_failure, gate_tool, log_gate
 from rewardsmith.types import ToolSpec
@@ -68,8 +69,6 @@ class SynthOutcome:
 
 def reference_format_text(examples: Sequence[Example]) -> str:
     """The examples' most common reference format, written so the router reads it back."""
-    from rewardsmith.router.features import reference_format
-
     counts = Counter(reference_format(e.reference) for e in examples)
     fmt = counts.most_common(1)[0][0] if counts else "free_text"
     return _FORMAT_TEXT.get(fmt, "free text")

@@ -12,14 +12,16 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.library.store import Library
+from rewardsmith.router.features import reference_format
 from rewardsmith.synth.admission import SynthOutcome, admit, synth_spec
 from rewardsmith.synth.codeverify import CodeCandidate, synthesize_offline
 from rewardsmith.synth.examples import Example, check_examples
 from rewardsmith.synth.gate import GateConfig
 from rewardsmith.synth.primitives import Evaluator
 from rewardsmith.synth.tools import CODE_VERIFIER_FACTORY, MATH_COMPOSED_FACTORY
+from rewardsmith.tools.math import MathTool
 
 if TYPE_CHECKING:
     from rewardsmith.llm.client import LLMClient
@@ -32,19 +34,26 @@ BACKENDS = ("offline", "llm")
 MATH_SHARE = 0.5
 
 
-def _math_equivalent(answer: str, reference: str) -> bool:
-    """The `math` tool's decision (math-verify) for one answer, in this process."""
-    from rewardsmith.tools import math_worker
+_MATH: MathTool | None = None
 
-    found = math_worker.extract_answer(f"\\boxed{{{answer}}}")
+
+def _math_equivalent(answer: str, reference: str) -> bool:
+    """The `math` tool's decision (math-verify) for one answer, in this process: its own
+    extract, reference parse and compare, so the search and the tool never disagree."""
+    global _MATH
+    if _MATH is None:
+        _MATH = MathTool(workers=0)
+    found = _MATH.extract(f"\\boxed{{{answer}}}")
     if not found:
         return False
-    return math_worker.is_equivalent(found, math_worker.parse_gold(reference))
+    try:
+        gold = _MATH.parse_reference(reference)
+    except InvalidReferenceError:
+        return False
+    return _MATH.compare(found, gold).score == 1.0
 
 
 def _evaluator_for(examples: Sequence[Example]) -> Evaluator | None:
-    from rewardsmith.router.features import reference_format
-
     mathy = sum(reference_format(e.reference) in ("number", "latex") for e in examples)
     if mathy < MATH_SHARE * len(examples):
         return None

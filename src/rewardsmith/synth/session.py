@@ -31,6 +31,8 @@ from rewardsmith.library.store import Library
 from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome
 from rewardsmith.synth.examples import MIN_EXAMPLES, Example, answer_of
 from rewardsmith.synth.gate import GateConfig
+from rewardsmith.synth.pipeline import codeverify
+from rewardsmith.synth.wrapllm import wrapllm
 from rewardsmith.types import Reward, RewardTool, Sample
 
 if TYPE_CHECKING:
@@ -145,8 +147,6 @@ class SynthesisSession:
     def _codeverify(
         self, name: str, sig: str, task: str | None, samples: list[Sample]
     ) -> SynthOutcome | str:
-        from rewardsmith.synth.pipeline import codeverify
-
         examples = _examples(samples, lambda s: s.reference or "")
         if len({answer_of(e.reference) for e in examples}) < 2 or len(examples) < MIN_EXAMPLES:
             return (
@@ -165,8 +165,6 @@ class SynthesisSession:
     def _wrapllm(
         self, name: str, sig: str, task: str | None, samples: list[Sample]
     ) -> SynthOutcome | str:
-        from rewardsmith.synth.wrapllm import wrapllm
-
         examples = _examples(samples, lambda s: s.completion or "")
         if len(examples) < MIN_EXAMPLES:
             return (

@@ -41,11 +41,14 @@ from typing import Any
 
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
+from rewardsmith.rm.registry import count_parameters, list_models
+from rewardsmith.router.router import shared_embedder
 from rewardsmith.synth.admission import SynthOutcome, evaluate, store, synth_spec
 from rewardsmith.synth.evidence import Case
 from rewardsmith.synth.examples import Example, check_examples, split_examples
 from rewardsmith.synth.gate import GateConfig, GateReport, response_cases
 from rewardsmith.synth.tools import CALIBRATED_MODEL_FACTORY
+from rewardsmith.tools.model import ModelTool
 from rewardsmith.types import Sample, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -125,8 +128,6 @@ def _card(path: Path) -> str:
 
 
 def _parameters(path: Path) -> int:
-    from rewardsmith.rm.registry import count_parameters
-
     try:
         return count_parameters(path)
     except (OSError, ValueError, KeyError):
@@ -146,8 +147,6 @@ def _folder_candidate(path: Path, source: str, model_id: str, description: str =
 
 def registry_models() -> list[ModelCandidate]:
     """The local model registry's entries that are still on disk."""
-    from rewardsmith.rm.registry import list_models
-
     out = []
     for entry in list_models():
         path = Path(entry.path)
@@ -271,8 +270,6 @@ def rank_models(
     texts = [f"{m.model_id.replace('_', ' ')} {m.description}" for m in candidates]
     scores: list[float]
     try:
-        from rewardsmith.router.router import shared_embedder
-
         emb = shared_embedder()
         vectors = emb.encode([task, *texts])
         scores = [float(vectors[0] @ v) for v in vectors[1:]]
@@ -320,8 +317,6 @@ def fit_calibration(scores: Sequence[float], labels: Sequence[int]) -> dict[str,
 
 
 def _raw_scores(path: str, cases: Sequence[Case]) -> list[float]:
-    from rewardsmith.tools.model import ModelTool
-
     tool = ModelTool(ToolSpec(name="wrapllm_candidate", kind="model"), path=path)
     try:
         rewards = tool.score([Sample(c.completion, c.prompt, c.reference) for c in cases])
