@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from search_helpers import TINY_TASK
 
 
 @pytest.fixture(scope="session")
@@ -26,16 +27,3 @@ def tiny_task(tmp_path: Path, tiny_cache: Path, monkeypatch: pytest.MonkeyPatch)
     path = tmp_path / "tiny_task.json"
     path.write_text(json.dumps(TINY_TASK))
     return path
-
-
-TINY_TASK = {
-    "name": "tiny",
-    "description": "Arithmetic word problems; answer in <solution> tags.",
-    "policy": "testbed-tiny",
-    "validation_size": 12,
-    "test_size": 12,
-    "pool_prompts": 4,
-    "pool_group": 4,
-    "eval_max_new_tokens": 24,
-    "grpo": {"max_new_tokens": 16, "lora_rank": 0, "prompts_per_step": 2, "group_size": 2},
-}

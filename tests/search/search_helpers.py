@@ -36,3 +36,18 @@ BOUNDS = (0.0, 1.0)
 def reward(completions, references, prompts=None, **kwargs):
     return [0.5 for _ in completions]
 """
+
+
+# A task file's fields: the tiny testbed, a small pool, small held-out sets, short
+# completions (tests/search/conftest.py writes it; `testbed-tiny` is built once per session).
+TINY_TASK = {
+    "name": "tiny",
+    "description": "Arithmetic word problems; answer in <solution> tags.",
+    "policy": "testbed-tiny",
+    "validation_size": 12,
+    "test_size": 12,
+    "pool_prompts": 4,
+    "pool_group": 4,
+    "eval_max_new_tokens": 24,
+    "grpo": {"max_new_tokens": 16, "lora_rank": 0, "prompts_per_step": 2, "group_size": 2},
+}

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from search_helpers import TINY_TASK
 from typer.testing import CliRunner
 
 from rewardsmith.cli.main import app
@@ -22,7 +23,6 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_cache: Path) -> 
     2 seeds) and `search audit`."""
     monkey = pytest.MonkeyPatch()
     monkey.setenv("REWARDSMITH_TESTBED_CACHE", str(tiny_cache))
-    from conftest import TINY_TASK
 
     root = tmp_path_factory.mktemp("pipeline")
     task = root / "task.json"

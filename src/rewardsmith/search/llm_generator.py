@@ -45,6 +45,9 @@ PROMPT_CHARS = 6000
 EXAMPLES_SHOWN = 3
 RESPONSE_CHARS = 240
 TEMPERATURE = 0.7
+#: Seconds one answer may take: a local model on a busy CPU writes 700 tokens in minutes,
+#: and a retry after a client-side timeout only queues behind the unfinished request.
+TIMEOUT_S = 600.0
 _NAME_LINE = re.compile(r"#\s*name\s*:\s*([A-Za-z][A-Za-z0-9_\- ]{0,40})")
 
 
@@ -117,7 +120,7 @@ class LLMGenerator:
     ) -> None:
         self.task = task
         self.pool = pool
-        self.client = client or LLMClient()
+        self.client = client or LLMClient(timeout=TIMEOUT_S)
         self.seed = seed
         self.max_tokens = max_tokens
         self.prompt_chars = prompt_chars
