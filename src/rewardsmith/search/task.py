@@ -180,7 +180,9 @@ TESTBED_TASK = SearchTask(
         "<thinking>worked steps such as 3*6=18. 14+18=32.</thinking><solution>32</solution>; "
         "the reference is the final number."
     ),
-    grpo={"max_new_tokens": 48, "lora_rank": 0, "lr": 5e-4},
+    # lr 1e-4 as in the GRPO acceptance run (docs/grpo.md); at 5e-4 eight steps took the
+    # warm start's held-out F1 from about 0.35 to 0.07 (docs/search.md, Measured).
+    grpo={"max_new_tokens": 48, "lora_rank": 0, "lr": 1e-4},
 )
 
 
