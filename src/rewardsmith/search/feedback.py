@@ -110,7 +110,11 @@ class Feedback:
                 reason = (
                     r.reason if len(r.reason) <= REASON_CHARS else r.reason[:REASON_CHARS] + "..."
                 )
-                lines.append(f"- {r.name} (round {r.round}): stage {r.stage}: {reason}")
+                # The check's reasons already start with "stage N (name): ".
+                said = reason.startswith(f"stage {r.stage}")
+                lines.append(
+                    f"- {r.name} (round {r.round}): {'' if said else f'stage {r.stage}: '}{reason}"
+                )
             lines.append("")
         if self.names_used:
             lines += ["## Names already used", "", ", ".join(self.names_used), ""]
