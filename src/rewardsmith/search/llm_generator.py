@@ -45,8 +45,9 @@ PROMPT_CHARS = 6000
 EXAMPLES_SHOWN = 3
 RESPONSE_CHARS = 240
 TEMPERATURE = 0.7
-#: Seconds one answer may take: a local model on a busy CPU writes 700 tokens in minutes,
-#: and a retry after a client-side timeout only queues behind the unfinished request.
+#: Seconds one answer may take: a local model on a busy CPU writes 700 tokens in minutes
+#: (the client's default 60 s would give up, and its retry would queue behind the
+#: unfinished request).
 TIMEOUT_S = 600.0
 _NAME_LINE = re.compile(r"#\s*name\s*:\s*([A-Za-z][A-Za-z0-9_\- ]{0,40})")
 
