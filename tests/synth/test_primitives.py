@@ -16,12 +16,14 @@ from rewardsmith.synth.primitives import (
     Composition,
     ProgramInfo,
     compile_program,
+    render,
+    shared_evaluator,
+)
+from rewardsmith.synth.variation import (
     crossover,
     enumerate_compositions,
     mutate,
     random_composition,
-    render,
-    shared_evaluator,
 )
 
 EXTRACTOR_CASES = [

@@ -37,6 +37,16 @@ EXAMPLES: dict[str, list[str]] = {
         "rewardsmith route examples/mixed.jsonl -o out/routed.jsonl --backend llm "
         "--llm-url http://127.0.0.1:8000/v1",
     ],
+    "search run": [
+        "rewardsmith search run --task testbed --rounds 5 --per-round 10 --generator offline "
+        "--fidelity auto --out runs/search",
+        "rewardsmith search run --task testbed --rounds 1 --per-round 4 --fidelity proxy "
+        "--out runs/quick",
+    ],
+    "search ensemble": ["rewardsmith search ensemble runs/search --sizes 3,5 --seeds 3"],
+    "search audit": ["rewardsmith search audit runs/search"],
+    "search report": ["rewardsmith search report runs/search"],
+    "search promote": ["rewardsmith search promote runs/search r2_03_answer_correct"],
     "report": [
         "rewardsmith report out/grpo",
         "rewardsmith report out/rm -o out/rm_report.md",

@@ -16,6 +16,7 @@ from rewardsmith.cli import report as report_cmd
 from rewardsmith.cli import rm as rm_cmd
 from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
+from rewardsmith.cli import search as search_cmd
 from rewardsmith.cli import serve as serve_cmd
 from rewardsmith.cli import synth as synth_cmd
 from rewardsmith.cli import tools as tools_cmd
@@ -39,6 +40,7 @@ app.add_typer(grpo_cmd.app, name="grpo")
 app.add_typer(route_cmd.app, name="route")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(synth_cmd.app, name="synth")
+app.add_typer(search_cmd.app, name="search")
 add_examples(app)
 
 err_console = Console(stderr=True)

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Kind = Literal["extractor", "normalizer", "comparator"]
+Kind = Literal["extractor", "normalizer", "comparator", "feature"]
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,10 @@ from rewardsmith.synth.primitives import (
     Composition,
     Evaluator,
     ProgramInfo,
-    enumerate_compositions,
-    extractor_cascades,
     render,
     shared_evaluator,
 )
+from rewardsmith.synth.variation import enumerate_compositions, extractor_cascades
 
 # Search budget: compositions tried before settling for the most accurate one seen.
 MAX_TRIED = 60_000

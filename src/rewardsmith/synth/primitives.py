@@ -30,11 +30,9 @@ live in `rewardsmith.synth.catalogue`; this module is the API over them.
 from __future__ import annotations
 
 import functools
-import itertools
-import random
 import textwrap
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.sandbox.policy import restricted_globals
@@ -48,11 +46,13 @@ from rewardsmith.synth.catalogue import (
     REFERENCE_EXTRACTORS,
     Primitive,
 )
+from rewardsmith.synth.features import FEATURE_HELPERS, FEATURES
 
 __all__ = [
     "COMPARATORS",
     "EXTRACTORS",
     "FAILED",
+    "FEATURES",
     "HELPERS",
     "NORMALIZERS",
     "NORMALIZER_ORDER",
@@ -63,12 +63,9 @@ __all__ = [
     "Primitive",
     "ProgramInfo",
     "compile_program",
-    "crossover",
-    "enumerate_compositions",
-    "extractor_cascades",
-    "mutate",
-    "random_composition",
+    "primitive_source",
     "render",
+    "render_check",
     "shared_evaluator",
 ]
 
@@ -175,7 +172,8 @@ def _closure(names: Sequence[str]) -> list[Primitive]:
         if name in seen:
             return
         seen.add(name)
-        prim = PRIMITIVES.get(name) or HELPERS[name]
+        prim = PRIMITIVES.get(name) or HELPERS.get(name) or FEATURES.get(name)
+        prim = prim or FEATURE_HELPERS[name]
         for need in prim.needs:
             visit(need)
         out.append(prim)
@@ -220,28 +218,8 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     )
     header = "\n\n".join(parts)
     parts = [header, *(p.source.rstrip("\n") for p in prims)]
-    if len(c.extractors) > 1:
-        parts.append(
-            "def find_answer(text):\n"
-            '    """The answer found by the first extractor that finds one, or None."""\n'
-            f"    for extract in ({', '.join(c.extractors)}):\n"
-            "        answer = extract(text)\n"
-            "        if answer is not None:\n"
-            "            return answer\n"
-            "    return None"
-        )
-        find = "find_answer"
-    else:
-        find = c.extractors[0]
-    if c.normalizers:
-        body = "text"
-        for n in c.normalizers:
-            body = f"{n}({body})"
-        parts.append(
-            "def normalize(text):\n"
-            f'    """{"; ".join(NORMALIZERS[n].summary for n in c.normalizers).capitalize()}."""\n'
-            f"    return {body}"
-        )
+    find, readers = _answer_readers(c)
+    parts += readers
     compared = (
         f"{c.comparator}(normalize(answer), normalize(reference))"
         if c.normalizers
@@ -273,6 +251,73 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         "    return scores"
     )
     return "\n\n\n".join(parts) + "\n"
+
+
+def _answer_readers(c: Composition) -> tuple[str, list[str]]:
+    """The name of the function that finds the answer, and the sources of `find_answer`
+    (several extractors) and `normalize` (any normalizer) where the composition needs them."""
+    parts = []
+    find = c.extractors[0]
+    if len(c.extractors) > 1:
+        parts.append(
+            "def find_answer(text):\n"
+            '    """The answer found by the first extractor that finds one, or None."""\n'
+            f"    for extract in ({', '.join(c.extractors)}):\n"
+            "        answer = extract(text)\n"
+            "        if answer is not None:\n"
+            "            return answer\n"
+            "    return None"
+        )
+        find = "find_answer"
+    if c.normalizers:
+        body = "text"
+        for n in c.normalizers:
+            body = f"{n}({body})"
+        parts.append(
+            "def normalize(text):\n"
+            f'    """{"; ".join(NORMALIZERS[n].summary for n in c.normalizers).capitalize()}."""\n'
+            f"    return {body}"
+        )
+    return find, parts
+
+
+def primitive_source(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The import lines and the sources (helpers first, each once) of the named primitives:
+    extractors, normalizers, comparators and features (`rewardsmith.synth.features`)."""
+    prims = _closure(names)
+    return _import_lines(prims), [p.source.rstrip("\n") for p in prims]
+
+
+def render_check(composition: Composition) -> tuple[list[str], list[str]]:
+    """The composition as part of a larger program: import lines, and sources ending in
+    `def answer_matches(text, reference) -> bool` (the same reading and comparison as
+    `render`'s `score_one`). The program must define `MAX_COMPLETION_CHARS`."""
+    c = composition
+    names = [*c.extractors]
+    if c.reference_extractor and c.reference_extractor not in names:
+        names.append(c.reference_extractor)
+    imports, sources = primitive_source([*names, *c.normalizers, c.comparator])
+    find, readers = _answer_readers(c)
+    compared = (
+        f"{c.comparator}(normalize(answer), normalize(reference))"
+        if c.normalizers
+        else f"{c.comparator}(answer, reference)"
+    )
+    ref_line = (
+        f"    reference = {c.reference_extractor}(reference)\n" if c.reference_extractor else ""
+    )
+    check = (
+        "def answer_matches(text, reference):\n"
+        f'    """Whether the answer matches: {c.describe()}."""\n'
+        "    if reference is None:\n"
+        "        return False\n"
+        f"{ref_line}"
+        f"    answer = {find}(text[-MAX_COMPLETION_CHARS:])\n"
+        "    if answer is None or reference is None:\n"
+        "        return False\n"
+        f"    return bool({compared})"
+    )
+    return imports, [*sources, *readers, check]
 
 
 def compile_program(source: str, host: Mapping[str, Callable[..., Any]] | None = None) -> Any:
@@ -359,111 +404,3 @@ class Evaluator:
 def shared_evaluator() -> Evaluator:
     """One evaluator (without host primitives) per process: compiling the catalogue once."""
     return Evaluator()
-
-
-# -- generating compositions ----------------------------------------------------------------
-
-
-def extractor_cascades(
-    extractors: Sequence[str] = tuple(EXTRACTORS), max_extractors: int = 3
-) -> list[tuple[str, ...]]:
-    """Every cascade of up to `max_extractors` of `extractors`, each in catalogue order
-    (specific markers before the last line and the whole text)."""
-    order = {name: i for i, name in enumerate(EXTRACTORS)}
-    ex = sorted(set(extractors), key=order.__getitem__)
-    return [combo for k in range(1, max_extractors + 1) for combo in itertools.combinations(ex, k)]
-
-
-def enumerate_compositions(
-    extractors: Sequence[str] = tuple(EXTRACTORS),
-    *,
-    max_extractors: int = 3,
-    cascades: Sequence[tuple[str, ...]] | None = None,
-    normalizers: Sequence[str] = tuple(NORMALIZERS),
-    max_normalizers: int = 2,
-    comparators: Sequence[str] = tuple(COMPARATORS),
-    reference_extractors: Sequence[str | None] = (None,),
-    max_cost: int | None = None,
-) -> Iterator[Composition]:
-    """Every composition of the given primitives, simplest first (by `cost`, then by the
-    catalogue order). `cascades` (default: `extractor_cascades(extractors,
-    max_extractors)`) are the extractor sequences to combine."""
-    if cascades is None:
-        cascades = extractor_cascades(extractors, max_extractors)
-    norm_sets = [
-        combo
-        for k in range(0, max_normalizers + 1)
-        for combo in itertools.combinations([n for n in NORMALIZER_ORDER if n in normalizers], k)
-    ]
-    found = []
-    for rank, (cascade, norms, comp, ref) in enumerate(
-        itertools.product(cascades, norm_sets, comparators, reference_extractors)
-    ):
-        c = Composition(tuple(cascade), norms, comp, ref)
-        if max_cost is None or c.cost <= max_cost:
-            found.append((c.cost, rank, c))
-    found.sort(key=lambda t: (t[0], t[1]))
-    for _, _, c in found:
-        yield c
-
-
-def random_composition(rng: random.Random, *, sandboxed: bool = True) -> Composition:
-    """A random composition (for seeding an evolutionary search); `sandboxed` leaves out
-    host comparators."""
-    comparators = [n for n, p in COMPARATORS.items() if not (sandboxed and p.host)]
-    extractors = rng.sample(list(EXTRACTORS), rng.randint(1, 2))
-    normalizers = rng.sample(list(NORMALIZERS), rng.randint(0, 2))
-    return Composition(
-        tuple(sorted(extractors, key=list(EXTRACTORS).index)),
-        tuple(normalizers),
-        rng.choice(comparators),
-    )
-
-
-def mutate(composition: Composition, rng: random.Random, *, sandboxed: bool = True) -> Composition:
-    """One random edit: add, drop or swap an extractor or a normalizer, or change the
-    comparator. The result is always a valid composition."""
-    c = composition
-    comparators = [n for n, p in COMPARATORS.items() if not (sandboxed and p.host)]
-    moves = ["comparator", "add_norm", "add_extractor", "swap_extractor"]
-    if c.normalizers:
-        moves.append("drop_norm")
-    if len(c.extractors) > 1:
-        moves.append("drop_extractor")
-    move = rng.choice(moves)
-    if move == "comparator":
-        return replace(c, comparator=rng.choice([n for n in comparators if n != c.comparator]))
-    if move == "add_norm":
-        free = [n for n in NORMALIZERS if n not in c.normalizers]
-        return replace(c, normalizers=(*c.normalizers, rng.choice(free))) if free else c
-    if move == "drop_norm":
-        drop = rng.choice(c.normalizers)
-        return replace(c, normalizers=tuple(n for n in c.normalizers if n != drop))
-    free_ex = [e for e in EXTRACTORS if e not in c.extractors]
-    if move == "add_extractor" and free_ex:
-        return _with_extractors(c, (*c.extractors, rng.choice(free_ex)))
-    if move == "drop_extractor":
-        drop = rng.choice(c.extractors)
-        return _with_extractors(c, tuple(e for e in c.extractors if e != drop))
-    if free_ex:
-        i = rng.randrange(len(c.extractors))
-        swapped = list(c.extractors)
-        swapped[i] = rng.choice(free_ex)
-        return _with_extractors(c, tuple(swapped))
-    return c
-
-
-def crossover(a: Composition, b: Composition, rng: random.Random) -> Composition:
-    """A child that takes each of the three parts (extractors, normalizers, comparator) from
-    one parent or the other."""
-    return Composition(
-        extractors=rng.choice([a.extractors, b.extractors]),
-        normalizers=rng.choice([a.normalizers, b.normalizers]),
-        comparator=rng.choice([a.comparator, b.comparator]),
-        reference_extractor=rng.choice([a.reference_extractor, b.reference_extractor]),
-    )
-
-
-def _with_extractors(c: Composition, extractors: tuple[str, ...]) -> Composition:
-    order = list(EXTRACTORS)
-    return replace(c, extractors=tuple(sorted(set(extractors), key=order.index)))

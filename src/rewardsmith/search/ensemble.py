@@ -1,0 +1,230 @@
+"""Ensembles of discovered rewards, trained and compared on one held-out test set.
+
+Each configuration is the base rewards plus a selection of admitted candidates, summed
+element-wise (weight 1 each), trained with GRPO for `steps` steps from the same starting
+policy and seed, then judged greedily on the validation and the test problems:
+
+- `base`: the base rewards alone;
+- `top1` (the best single candidate), `topK`: the K best of the search's ranking;
+- `diverseK`: round-robin over the rounds, each round's best not yet taken first, skipping a
+  candidate whose proxy scores correlate above `DUPLICATE_CORRELATION` with one already
+  taken (the same reward twice adds nothing);
+- `randomK`: K admitted candidates drawn at random (the control: does selection matter?).
+
+The best ensemble (topK or diverseK with K >= 3, by *validation* F1, so the test set that
+reports it did not pick it) and the base are retrained with `seeds - 1` more seeds for the
+seed spread. On the test set: bootstrap 95% CIs of accuracy and F1, exact McNemar for every
+pair of seed-0 configurations with Bonferroni, and which ones are indistinguishable
+(`search.stats`). Everything goes to `RUNDIR/ensembles/ensembles.json`; each configuration
+is saved as soon as it is judged, so an interrupted `search ensemble` continues where it
+stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.library.store import Library
+from rewardsmith.search.fitness import GRPORun, candidate_tool, grpo_fitness, read_eval
+from rewardsmith.search.loop import SearchConfig
+from rewardsmith.search.results import (
+    ENSEMBLES_DIR,
+    ENSEMBLES_FILE,
+    CandidateRecord,
+    RunDir,
+    ranked,
+)
+from rewardsmith.search.stats import describe, indistinguishable, pairwise, spread
+from rewardsmith.search.task import load_task
+
+#: Proxy-score correlation above which two candidates count as the same reward.
+DUPLICATE_CORRELATION = 0.95
+#: What a configuration's run folder was trained for.
+PLAN_FILE = "ensemble.json"
+Progress = Callable[[str], None]
+
+
+def _correlation(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        return 1.0 if list(a) == list(b) else 0.0
+    return statistics.correlation(a, b)
+
+
+def select_top(ranking: Sequence[CandidateRecord], k: int) -> list[str]:
+    return [r.name for r in ranking[:k]]
+
+
+def select_diverse(
+    ranking: Sequence[CandidateRecord], k: int, scores: dict[str, list[float]]
+) -> list[str]:
+    """Round-robin over rounds, best first within each, near-duplicates skipped."""
+    by_round: dict[int, list[CandidateRecord]] = {}
+    for r in ranking:
+        by_round.setdefault(r.round, []).append(r)
+    chosen: list[str] = []
+    skipped: list[str] = []
+    while len(chosen) < k and any(by_round.values()):
+        for round_no in sorted(by_round):
+            if not by_round[round_no] or len(chosen) == k:
+                continue
+            r = by_round[round_no].pop(0)
+            mine = scores.get(r.name)
+            if mine is not None and any(
+                c in scores and _correlation(mine, scores[c]) > DUPLICATE_CORRELATION
+                for c in chosen
+            ):
+                skipped.append(r.name)
+                continue
+            chosen.append(r.name)
+    # Too few distinct rewards: fill with the best near-duplicates rather than fall short.
+    return chosen + skipped[: k - len(chosen)]
+
+
+def select_random(admitted: Sequence[CandidateRecord], k: int, seed: int) -> list[str]:
+    return [r.name for r in random.Random(seed * 7_919 + k).sample(list(admitted), k)]
+
+
+def plan(
+    records: Sequence[CandidateRecord],
+    sizes: Sequence[int],
+    scores: dict[str, list[float]],
+    seed: int = 0,
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The configurations to train (`{name: {kind, size, members}}`) and notes on sizes
+    that could not be filled."""
+    admitted = [r for r in ranked(records) if r.admitted]
+    configs: dict[str, dict[str, Any]] = {"base": {"kind": "base", "size": 0, "members": []}}
+    notes = []
+    if admitted:
+        configs["top1"] = {"kind": "top", "size": 1, "members": select_top(admitted, 1)}
+    for k in sizes:
+        if k > len(admitted):
+            notes.append(f"size {k}: only {len(admitted)} admitted candidates")
+            continue
+        configs[f"top{k}"] = {"kind": "top", "size": k, "members": select_top(admitted, k)}
+        configs[f"diverse{k}"] = {
+            "kind": "diverse",
+            "size": k,
+            "members": select_diverse(admitted, k, scores),
+        }
+        configs[f"random{k}"] = {
+            "kind": "random",
+            "size": k,
+            "members": select_random(admitted, k, seed),
+        }
+    return configs, notes
+
+
+def run_ensembles(
+    rundir: str | Path,
+    sizes: Sequence[int] = (3, 5, 10),
+    seeds: int = 3,
+    *,
+    steps: int | None = None,
+    library: str | Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Train and compare every configuration (see the module docstring); returns the
+    summary also written to `ensembles/ensembles.json`."""
+    say = progress or (lambda msg: None)
+    rd = RunDir(rundir).require()
+    state = rd.read_run()
+    config = SearchConfig.from_dict(state["config"])
+    task = load_task(config.task)
+    validation, test = task.held_out()
+    records = rd.read_records()
+    scores = {r.name: s["pool"] for r in records if (s := rd.proxy_scores(r.name))}
+    configs, notes = plan(records, sizes, scores, config.seed)
+    steps = steps or 2 * max(config.grpo_steps)
+    folder = rd.sub(ENSEMBLES_DIR)
+    summary_path = f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}"
+    summary: dict[str, Any] = rd.read_json(summary_path) or {}
+    if summary.get("steps") != steps or summary.get("sizes") != list(sizes):
+        summary = {"steps": steps, "sizes": list(sizes), "runs": {}}
+    summary.update(notes=notes, configs=configs, seeds=seeds)
+    lib = Library(library)
+    try:
+
+        def train(name: str, members: list[str], seed: int) -> dict[str, Any]:
+            key = name if seed == config.seed else f"{name}@seed{seed}"
+            done = summary["runs"].get(key)
+            if done and done.get("members") == members and read_eval(folder / "runs" / key):
+                return dict(done)
+            say(
+                f"ensemble {key}: base + {len(members)} ({', '.join(members) or '-'}), {steps} steps"
+            )
+            out = folder / "runs" / key
+            want = {"members": members, "steps": steps, "seed": seed}
+            marker = out / PLAN_FILE
+            # A folder trained for another selection or budget must not be continued.
+            if out.exists() and (not marker.exists() or json.loads(marker.read_text()) != want):
+                shutil.rmtree(out)
+            out.mkdir(parents=True, exist_ok=True)
+            marker.write_text(json.dumps(want) + "\n")
+            tools = [candidate_tool(m, rd.read_source(m)) for m in members]
+            try:
+                metrics = grpo_fitness(
+                    task,
+                    [*task.base_rewards, *tools],
+                    GRPORun(out, steps, seed, config.grpo_backend, config.device),
+                    {"test": test, "validation": validation},
+                    library=lib,
+                )
+            finally:
+                for tool in tools:
+                    tool.close()
+            metrics.update(name=name, seed=seed, members=members)
+            summary["runs"][key] = metrics
+            rd.write_json(summary_path, summary)
+            say(f"ensemble {key}: test F1 {metrics['f1']:.3f}, accuracy {metrics['accuracy']:.3f}")
+            return metrics
+
+        for name, cfg in configs.items():
+            train(name, cfg["members"], config.seed)
+        candidates = [
+            n for n, c in configs.items() if c["kind"] in ("top", "diverse") and c["size"] >= 3
+        ]
+        best = max(
+            candidates,
+            key=lambda n: summary["runs"][n]["sets"]["validation"]["f1"],
+            default=None,
+        )
+        summary["best"] = best
+        spreads: dict[str, Any] = {}
+        for name in [n for n in (best, "base") if n]:
+            f1s = [summary["runs"][name]["f1"]]
+            for k in range(1, seeds):
+                f1s.append(train(name, configs[name]["members"], config.seed + k)["f1"])
+            spreads[name] = spread(f1s)
+        summary["seed_spread"] = spreads
+    finally:
+        lib.close()
+    summary.update(compare(folder, configs, config.seed))
+    rd.write_json(summary_path, summary)
+    return summary
+
+
+def compare(folder: Path, configs: dict[str, dict[str, Any]], seed: int) -> dict[str, Any]:
+    """Test-set CIs, pairwise McNemar (Bonferroni) and the indistinguishable table of the
+    seed-0 configurations."""
+    outcomes: dict[str, list[bool]] = {}
+    described: dict[str, Any] = {}
+    for name in configs:
+        data = read_eval(folder / "runs" / name)
+        if data is None:
+            continue
+        test = data["sets"]["test"]
+        outcomes[name] = test["correct"]
+        described[name] = describe(test["correct"], test["parseable"], seed)
+    tests = pairwise(outcomes)
+    return {
+        "test": described,
+        "mcnemar": tests,
+        "indistinguishable": indistinguishable(list(outcomes), tests),
+    }

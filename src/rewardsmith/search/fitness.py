@@ -1,0 +1,276 @@
+"""Multi-fidelity fitness of reward candidates.
+
+**Level 0, the proxy** (`proxy_fitness`, seconds per candidate). The candidate, run in the
+sandbox like any `reward_function` tool, scores the run's fixed pool of rollouts
+(`search.pool`) and its hacking probes:
+
+- `separation`: within each prompt's group that holds both right and wrong responses, the
+  probability that a right response scores above a wrong one (ties count half), averaged
+  over groups and mapped to [-1, 1] (2 AUC - 1). GRPO compares responses within a group,
+  so this is the signal the candidate adds where the answer check already has one;
+- `probe_payout`: how far above the pool's mean score the probes are paid, as a share of
+  the candidate's range (`BOUNDS`), averaged over probes (0: no hack pays; 1: every hack
+  gets the full range more than a typical response);
+- `coverage`: share of groups in which the candidate's scores differ (where it gives GRPO
+  any signal at all, including groups whose responses are all wrong);
+- `reference_free`: the scores do not change when each response gets another prompt's
+  reference (a *structural* reward: it never reads the answer check's reference);
+- `fitness` = separation - probe_payout, what successive halving ranks by.
+
+**Level 1, GRPO** (`grpo_fitness`): a short GRPO run of the task's policy with the base
+rewards plus the candidate (element-wise sum), then greedy accuracy and F1 (with bootstrap
+95% CIs, `rl.stats`) on the validation problems. Level 2 is the same through TRL
+(`backend="trl"`, for a GPU). A run folder keeps metrics, the last checkpoint (a later rung
+continues it: rung budgets are cumulative steps) and `eval.json` with every completion.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.jsonl import read_jsonl
+from rewardsmith.search.pool import PoolItem
+from rewardsmith.search.task import SearchTask
+from rewardsmith.tools.reward_fn import RewardFunctionTool
+from rewardsmith.types import RewardTool, Sample, ToolSpec
+
+log = logging.getLogger(__name__)
+
+EVAL_FILE = "eval.json"
+#: Steps at the start and the end of a run whose means give a training statistic's change.
+TREND_FRACTION = 0.2
+BACKENDS = ("embedded", "trl")
+
+
+def candidate_tool(name: str, source: str, *, workers: int = 1) -> RewardFunctionTool:
+    """A candidate's source as a sandboxed tool (runs the 4-stage check again: a source
+    that no longer passes raises `ConfigError`)."""
+    spec = ToolSpec(name=name, kind="code", provenance="search", needs_reference=False)
+    return RewardFunctionTool(spec, source, workers=workers)
+
+
+# -- level 0 -------------------------------------------------------------------------------
+
+
+def _scores(tool: RewardTool, items: Sequence[PoolItem], references: Sequence[str]) -> list[float]:
+    samples = [
+        Sample(completion=it.completion, prompt=it.prompt, reference=ref)
+        for it, ref in zip(items, references, strict=True)
+    ]
+    return [
+        r.score if r.score is not None and r.status == "ok" else 0.0 for r in tool.score(samples)
+    ]
+
+
+def within_group_separation(
+    scores: Sequence[float], correct: Sequence[bool], groups: Sequence[int]
+) -> float | None:
+    """2 AUC - 1 of right against wrong responses, averaged over groups that hold both;
+    None when no group does."""
+    by_group: dict[int, tuple[list[float], list[float]]] = {}
+    for s, ok, g in zip(scores, correct, groups, strict=True):
+        by_group.setdefault(g, ([], []))[0 if ok else 1].append(s)
+    aucs = []
+    for right, wrong in by_group.values():
+        if right and wrong:
+            wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+            aucs.append(wins / (len(right) * len(wrong)))
+    return 2 * statistics.fmean(aucs) - 1 if aucs else None
+
+
+def proxy_fitness(
+    tool: RewardFunctionTool, pool: Sequence[PoolItem], probes: Sequence[PoolItem]
+) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """Level-0 metrics (see the module docstring) and the raw scores (`pool`, `probes`)."""
+    start = time.perf_counter()
+    cpu = time.process_time()
+    low, high = tool.bounds
+    span = max(high - low, 1e-9)
+    pool_scores = _scores(tool, pool, [it.reference for it in pool])
+    probe_scores = _scores(tool, probes, [it.reference for it in probes])
+    # Each response with the reference of the next prompt in the pool.
+    refs = sorted({it.group: it.reference for it in pool}.items())
+    shift = {g: refs[(i + 1) % len(refs)][1] for i, (g, _) in enumerate(refs)}
+    swapped = _scores(tool, pool, [shift[it.group] for it in pool])
+    separation = within_group_separation(
+        pool_scores, [it.correct for it in pool], [it.group for it in pool]
+    )
+    mean = statistics.fmean(pool_scores) if pool_scores else 0.0
+    payouts: dict[str, list[float]] = {}
+    for item, s in zip(probes, probe_scores, strict=True):
+        payouts.setdefault(item.probe or "?", []).append(max(0.0, s - mean) / span)
+    payout = statistics.fmean([p for ps in payouts.values() for p in ps]) if payouts else 0.0
+    by_group: dict[int, set[float]] = {}
+    for item, s in zip(pool, pool_scores, strict=True):
+        by_group.setdefault(item.group, set()).add(s)
+    coverage = sum(len(v) > 1 for v in by_group.values()) / max(1, len(by_group))
+    right = [s for s, it in zip(pool_scores, pool, strict=True) if it.correct]
+    wrong = [s for s, it in zip(pool_scores, pool, strict=True) if not it.correct]
+    sep = separation if separation is not None else 0.0
+    metrics: dict[str, Any] = {
+        "separation": round(sep, 4),
+        "probe_payout": round(payout, 4),
+        "fitness": round(sep - payout, 4),
+        "coverage": round(coverage, 4),
+        "mean_right": round(statistics.fmean(right), 4) if right else None,
+        "mean_wrong": round(statistics.fmean(wrong), 4) if wrong else None,
+        "reference_free": swapped == pool_scores,
+        "probes": {k: round(statistics.fmean(v), 4) for k, v in payouts.items()},
+        "bounds": [low, high],
+        "seconds": round(time.perf_counter() - start, 2),
+        "cpu_seconds": round(time.process_time() - cpu, 2),
+    }
+    if separation is None:
+        metrics["note"] = "no prompt of the pool has both right and wrong responses"
+    return metrics, {"pool": pool_scores, "probes": probe_scores}
+
+
+# -- level 1 / 2 ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GRPORun:
+    """One GRPO run of a reward set: where, how long, with which seed and backend."""
+
+    out: Path
+    steps: int
+    seed: int = 0
+    backend: str = "embedded"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"GRPO backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.steps < 1:
+            raise ConfigError(f"GRPO steps must be >= 1, got {self.steps}")
+
+
+def grpo_fitness(
+    task: SearchTask,
+    rewards: Sequence[str | RewardTool],
+    run: GRPORun,
+    held_out: Mapping[str, Sequence[Any]],
+    *,
+    library: Any = None,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Train with `rewards` (summed) for `run.steps` steps, continuing the newest checkpoint
+    in `run.out` when there is one, then judge the policy (greedy) on each held-out set.
+    Returns `{accuracy, f1, ci95, steps, seconds, cpu_seconds, training}` for the first set
+    (and `sets` with each set's numbers when there are several); writes `eval.json` with
+    every completion and verdict."""
+    from rewardsmith.models.checkpoints import latest_checkpoint
+    from rewardsmith.rl.evaluate import evaluate_policy
+    from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
+    from rewardsmith.rl.policies import load_policy, load_pretrained
+
+    start, cpu = time.perf_counter(), time.process_time()
+    config = GRPOConfig(
+        **{**dict(task.grpo), "steps": run.steps, "seed": run.seed},
+        answer_format=task.answer_format,  # type: ignore[arg-type]
+        save_every=max(10, run.steps // 4),
+    )
+    policy = load_policy(task.policy, device=run.device)
+    items = task.train_items()
+    resume = latest_checkpoint(run.out) is not None
+    if run.backend == "trl":
+        from rewardsmith.rl.trl_backend import train_trl
+
+        result = train_trl(
+            policy,
+            list(rewards),
+            items,
+            config,
+            run.out,
+            library=library,
+            resume=resume,
+            on_step=on_step,
+        )
+        assert result.model_dir is not None
+        trained = load_pretrained(result.model_dir, device=run.device)
+    else:
+        trainer = GRPOTrainer(policy, list(rewards), items, config, run.out, library=library)
+        trainer.train(resume=resume, on_step=on_step, save_model=False)
+        policy.model = trainer.model
+        trained = policy
+    sets: dict[str, dict[str, Any]] = {}
+    record: dict[str, Any] = {"steps": run.steps, "sets": {}}
+    for set_name, problems in held_out.items():
+        judged = evaluate_policy(
+            trained,
+            problems,
+            answer_format=task.answer_format,  # type: ignore[arg-type]
+            max_new_tokens=task.eval_max_new_tokens,
+        )
+        acc, f1 = judged.accuracy_ci(), judged.f1_ci()
+        sets[set_name] = {
+            "accuracy": round(acc.value, 4),
+            "f1": round(f1.value, 4),
+            "ci95": {
+                "accuracy": [round(acc.low, 4), round(acc.high, 4)],
+                "f1": [round(f1.low, 4), round(f1.high, 4)],
+            },
+        }
+        record["sets"][set_name] = {
+            "correct": judged.correct,
+            "parseable": judged.parseable,
+            "completions": judged.completions,
+        }
+    (run.out / EVAL_FILE).write_text(json.dumps(record) + "\n")
+    first = next(iter(sets.values()))
+    out = {
+        **first,
+        "steps": run.steps,
+        "seconds": round(time.perf_counter() - start, 1),
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+        "training": training_trends(run.out / "metrics.jsonl"),
+    }
+    if len(sets) > 1:
+        out["sets"] = sets
+    return out
+
+
+def training_trends(metrics: Path) -> dict[str, dict[str, float]]:
+    """Per reward component and for accuracy and length: the mean over the first and the
+    last `TREND_FRACTION` of the steps (what the generator is told, what the audit reads)."""
+    if not metrics.exists():
+        return {}
+    rows = read_jsonl(metrics)
+    if not rows:
+        return {}
+    k = max(1, int(len(rows) * TREND_FRACTION))
+    keys = [
+        key
+        for key in rows[-1]
+        if (key.startswith("reward/") and not key.endswith("_frac"))
+        or key in ("reward", "accuracy", "parseable", "completion_length", "truncated")
+    ]
+    out: dict[str, dict[str, float]] = {}
+    for key in keys:
+        head = [float(r[key]) for r in rows[:k] if key in r]
+        tail = [float(r[key]) for r in rows[-k:] if key in r]
+        if head and tail:
+            first, last = statistics.fmean(head), statistics.fmean(tail)
+            out[key] = {
+                "first": round(first, 4),
+                "last": round(last, 4),
+                "change": round(last - first, 4),
+            }
+    return out
+
+
+def read_eval(out: Path) -> dict[str, Any] | None:
+    """A finished run's `eval.json`, or None."""
+    path = out / EVAL_FILE
+    if not path.exists():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data

@@ -1,0 +1,369 @@
+"""`RUNDIR/report.md`: what a search found, with PNG plots beside it.
+
+Sections: the settings; fitness by round (mean and best F1 per round against the base
+rewards alone, plot `f1_by_round.png`); the ranking (plot `ranks.png`: ranks by round, proxy
+against GRPO); the best single candidate; the rejected candidates with stage and reason;
+the multi-fidelity check (Spearman and Kendall rank correlation between the proxy and the
+first GRPO budget, and the compute the proxy saved); the ensembles when `search ensemble`
+ran (test CIs, McNemar with Bonferroni, the indistinguishable table, the random control,
+the seed spread; plot `ensembles.png`); the hacking audit when `search audit` ran (plot
+`audit.png`). Every number is read from the run folder, so the report can be rewritten at
+any time (`rewardsmith search report RUNDIR`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from rewardsmith.errors import MissingDependencyError
+from rewardsmith.search import plots
+from rewardsmith.search.loop import description
+from rewardsmith.search.results import (
+    AUDIT_FILE,
+    ENSEMBLES_DIR,
+    ENSEMBLES_FILE,
+    REPORT_FILE,
+    CandidateRecord,
+    RunDir,
+    ranked,
+    write_atomic,
+)
+from rewardsmith.search.stats import rank_agreement
+
+SHOWN = 15
+REASON_CHARS = 160
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "-"
+    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+
+
+def _grpo(r: CandidateRecord) -> str:
+    if not r.grpo:
+        return "-"
+    low, high = r.grpo["ci95"]["f1"]
+    return f"{r.grpo['f1']:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def fidelity_check(records: Sequence[CandidateRecord]) -> dict[str, Any]:
+    """Rank agreement of the proxy with the first GRPO budget, and what the proxy saved."""
+    both = [r for r in records if r.proxy and r.grpo_rungs]
+    first = [r.grpo_rungs[0] for r in both]
+    agreement = rank_agreement([r.proxy["fitness"] for r in both], [g["f1"] for g in first])  # type: ignore[index]
+    separation = rank_agreement([r.proxy["separation"] for r in both], [g["f1"] for g in first])  # type: ignore[index]
+    admitted = [r for r in records if r.admitted and r.proxy]
+    proxy_cpu = sum(r.proxy["cpu_seconds"] for r in admitted)  # type: ignore[index]
+    proxy_wall = sum(r.proxy["seconds"] for r in admitted)  # type: ignore[index]
+    grpo_cpu = sum(g["cpu_seconds"] for r in records for g in r.grpo_rungs)
+    grpo_wall = sum(g["seconds"] for r in records for g in r.grpo_rungs)
+    mean_first = statistics.fmean(g["cpu_seconds"] for g in first) if first else None
+    untrained = [r for r in admitted if not r.grpo_rungs]
+    saved = mean_first * len(untrained) - proxy_cpu if mean_first is not None else None
+    return {
+        "candidates": len(both),
+        "fitness_vs_f1": agreement,
+        "separation_vs_f1": separation,
+        "proxy_cpu_seconds": round(proxy_cpu, 1),
+        "proxy_seconds": round(proxy_wall, 1),
+        "grpo_cpu_seconds": round(grpo_cpu, 1),
+        "grpo_seconds": round(grpo_wall, 1),
+        "mean_first_budget_cpu_seconds": round(mean_first, 1) if mean_first else None,
+        "admitted": len(admitted),
+        "not_trained": len(untrained),
+        "cpu_seconds_saved": round(saved, 1) if saved is not None else None,
+    }
+
+
+def _settings(state: dict[str, Any]) -> list[str]:
+    cfg = state["config"]
+    task = state.get("task", {})
+    pool = state.get("pool", {})
+    held = state.get("held_out", {})
+    return [
+        "## Settings",
+        "",
+        f"- task: `{cfg['task']}` (policy `{task.get('policy', '?')}`, base rewards "
+        f"{', '.join(task.get('base_rewards', []))})",
+        f"- {cfg['rounds']} rounds x {cfg['per_round']} candidates, generator `{cfg['generator']}`, "
+        f"fidelity `{cfg['fidelity']}`, GRPO budgets {cfg['grpo_steps']} steps (eta {cfg['eta']}, "
+        f"calibration {cfg.get('calibration', 0)}/round, backend {cfg['grpo_backend']}), seed {cfg['seed']}",
+        f"- proxy pool: {pool.get('responses', '?')} responses ({pool.get('right', '?')} right), "
+        f"{pool.get('probes', '?')} probes; held-out: {held.get('validation', '?')} validation "
+        f"(ranks candidates), {held.get('test', '?')} test (judges ensembles)",
+        f"- started {state.get('started', '?')}, finished {state.get('finished', 'not yet')}",
+        "",
+    ]
+
+
+def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Rounds",
+        "",
+        "| round | candidates | admitted | rejected (stage) | mean proxy fitness | GRPO-judged | mean F1 | best F1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in sorted({r.round for r in records}):
+        mine = [r for r in records if r.round == n]
+        admitted = [r for r in mine if r.admitted]
+        stages = sorted(r.stage for r in mine if r.admitted is False and r.stage)
+        proxy = [r.proxy["fitness"] for r in admitted if r.proxy]
+        f1 = [r.grpo["f1"] for r in admitted if r.grpo]
+        best = max((r for r in admitted if r.grpo), key=lambda r: r.grpo["f1"], default=None)  # type: ignore[index]
+        best_text = f"{best.grpo['f1']:.3f} ({best.name})" if best and best.grpo else "-"
+        lines.append(
+            f"| {n} | {len(mine)} | {len(admitted)} | {len(mine) - len(admitted)}"
+            f"{' (' + ', '.join(map(str, stages)) + ')' if stages else ''} | "
+            f"{_f(statistics.fmean(proxy) if proxy else None)} | {len(f1)} | "
+            f"{_f(statistics.fmean(f1) if f1 else None)} | "
+            f"{best_text} |"
+        )
+    lines.append("")
+    for steps, m in sorted(baseline.items(), key=lambda kv: int(kv[0])):
+        low, high = m["ci95"]["f1"]
+        lines.append(
+            f"Base rewards alone after {steps} steps: F1 {m['f1']:.3f} [{low:.3f}, {high:.3f}], "
+            f"accuracy {m['accuracy']:.3f}."
+        )
+    lines.append("")
+    return lines
+
+
+def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
+    order = [r for r in ranked(records) if r.admitted]
+    lines = [
+        "## Ranking (best first)",
+        "",
+        "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | separation | probe payout | proxy fitness | rewards |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(order[:SHOWN], 1):
+        path = rd.source_path(r.name)
+        what = description(r, path.read_text() if path.exists() else None).replace("|", "/")
+        lines.append(
+            f"| {i} | {r.name} | {r.round} | {_grpo(r)} | {_f(r.grpo and r.grpo['accuracy'])} | "
+            f"{r.grpo['steps'] if r.grpo else '-'} | {_f(r.proxy and r.proxy['separation'])} | "
+            f"{_f(r.proxy and r.proxy['probe_payout'])} | {_f(r.proxy and r.proxy['fitness'])} | {what} |"
+        )
+    if len(order) > SHOWN:
+        lines.append(f"\n{len(order) - SHOWN} more admitted candidates in results.jsonl.")
+    if order:
+        best = order[0]
+        lines += [
+            "",
+            f"**Best single candidate: {best.name}** ({best.origin}); source "
+            f"`candidates/{best.name}.py`.",
+            "",
+        ]
+    rejected = [r for r in records if r.admitted is False]
+    if rejected:
+        lines += [
+            "### Rejected by the 4-stage check",
+            "",
+            "| name | round | stage | reason |",
+            "|---|---|---|---|",
+        ]
+        for r in rejected:
+            reason = r.reason if len(r.reason) <= REASON_CHARS else r.reason[:REASON_CHARS] + "..."
+            lines.append(f"| {r.name} | {r.round} | {r.stage} | {reason.replace('|', '/')} |")
+        lines.append("")
+    return lines
+
+
+def _fidelity(check: dict[str, Any]) -> list[str]:
+    lines = ["## Multi-fidelity check", ""]
+    a, s = check["fitness_vs_f1"], check["separation_vs_f1"]
+    if a["spearman"] is None:
+        lines.append(
+            f"{check['candidates']} candidates have both a proxy score and a GRPO F1: too few to correlate."
+        )
+    else:
+        lines.append(
+            f"On {a['n']} candidates with both levels: proxy fitness vs F1 after the first GRPO "
+            f"budget, Spearman rho {a['spearman']:+.3f} (p {a['spearman_p']:.3g}), Kendall tau "
+            f"{a['kendall']:+.3f} (p {a['kendall_p']:.3g}); separation alone: Spearman "
+            f"{_f(s['spearman'])}, Kendall {_f(s['kendall'])}."
+        )
+    lines += [
+        "",
+        f"Compute (CPU seconds of the search process; sandbox workers not included): proxy "
+        f"{check['proxy_cpu_seconds']} s for {check['admitted']} candidates, GRPO "
+        f"{check['grpo_cpu_seconds']} s. The first GRPO budget costs "
+        f"{_f(check['mean_first_budget_cpu_seconds'], 1)} s a candidate; {check['not_trained']} "
+        f"admitted candidates were judged by the proxy alone, which saved about "
+        f"{_f(check['cpu_seconds_saved'], 0)} CPU seconds.",
+        "",
+    ]
+    return lines
+
+
+def _ensembles(summary: dict[str, Any]) -> list[str]:
+    runs, described = summary.get("runs", {}), summary.get("test", {})
+    lines = [
+        "## Ensembles",
+        "",
+        f"Base rewards plus the selected candidates (element-wise sum), {summary.get('steps')} "
+        "GRPO steps each, judged on the test set (never used to rank or select).",
+        "",
+        "| configuration | members | test accuracy [95% CI] | test F1 [95% CI] | validation F1 |",
+        "|---|---|---|---|---|",
+    ]
+    for name in described:
+        run = runs.get(name, {})
+        val = run.get("sets", {}).get("validation", {}).get("f1")
+        lines.append(
+            f"| {name} | {', '.join(run.get('members', [])) or '-'} | {_ci(described[name]['accuracy'])} | "
+            f"{_ci(described[name]['f1'])} | {_f(val)} |"
+        )
+    lines.append("")
+    for note in summary.get("notes", []):
+        lines.append(f"- not trained: {note}")
+    best = summary.get("best")
+    tests = summary.get("mcnemar", [])
+    if best:
+        vs = next((t for t in tests if {t["a"], t["b"]} == {best, "base"}), None)
+        if vs:
+            only_best = vs["only_a"] if vs["a"] == best else vs["only_b"]
+            only_base = vs["only_b"] if vs["a"] == best else vs["only_a"]
+            verdict = (
+                "significantly different" if vs["significant"] else "not significantly different"
+            )
+            lines.append(
+                f"\n**Best ensemble {best}** (by validation F1) vs base alone: {only_best} test "
+                f"items only it gets right, {only_base} only base does; exact McNemar p "
+                f"{vs['p_value']:.3g}, Bonferroni ({vs['comparisons']} pairs) {vs['p_bonferroni']:.3g}: "
+                f"{verdict} at 0.05."
+            )
+    for name, s in summary.get("seed_spread", {}).items():
+        values = ", ".join(f"{v:.3f}" for v in s["values"])
+        lines.append(
+            f"- seed spread of {name}: F1 {s['mean']:.3f} +- {s['sd']:.3f} (sd over {s['n']} seeds: {values})"
+        )
+    if tests:
+        lines += [
+            "",
+            "### Exact McNemar, every pair (Bonferroni)",
+            "",
+            "| a | b | only a right | only b right | p | p (Bonferroni) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in tests:
+            mark = " *" if t["significant"] else ""
+            lines.append(
+                f"| {t['a']} | {t['b']} | {t['only_a']} | {t['only_b']} | {t['p_value']:.3g} | {t['p_bonferroni']:.3g}{mark} |"
+            )
+        lines += [
+            "",
+            "### Indistinguishable configurations (Bonferroni-corrected p >= 0.05)",
+            "",
+            "| configuration | indistinguishable from |",
+            "|---|---|",
+        ]
+        for name, same in summary.get("indistinguishable", {}).items():
+            lines.append(f"| {name} | {', '.join(same) or 'none'} |")
+    lines.append("")
+    return lines
+
+
+def _audit(audit: dict[str, Any]) -> list[str]:
+    lines = ["## Hacking audit", ""]
+    rewards = audit.get("rewards", [])
+    if not rewards:
+        return lines + ["No structural (reference-free) reward among the admitted candidates.", ""]
+    lines += [
+        "| reward | mean on right / wrong (pool) | runs | flags | warnings |",
+        "|---|---|---|---|---|",
+    ]
+    for e in rewards:
+        r, w = e["pool"]["right"]["reward"], e["pool"]["wrong"]["reward"]
+        lines.append(
+            f"| {e['name']} | {_f(r)} / {_f(w)} | {len(e['runs'])} | "
+            f"{'; '.join(e['flags']) or '-'} | {'; '.join(e['warnings']) or '-'} |"
+        )
+    right, wrong = rewards[0]["pool"]["right"], rewards[0]["pool"]["wrong"]
+    lines += [
+        "",
+        "Structural features of the pool's right and wrong responses:",
+        "",
+        "| feature | right | wrong |",
+        "|---|---|---|",
+    ]
+    for feature in audit.get("features", []):
+        lines.append(f"| {feature} | {_f(right.get(feature))} | {_f(wrong.get(feature))} |")
+    lines.append("")
+    return lines
+
+
+def write_report(rundir: str | Path) -> Path:
+    """Write `report.md` and the plots beside it; returns the report's path."""
+    rd = RunDir(rundir).require()
+    state = rd.read_run()
+    records = rd.read_records()
+    summary = rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}")
+    audit = rd.read_json(AUDIT_FILE)
+    baseline = state.get("baseline", {})
+    check = fidelity_check(records)
+    lines = [f"# Reward-function search: {state['config']['task']}", ""]
+    lines += _settings(state)
+    figures: list[tuple[str, Any]] = [
+        ("f1_by_round.png", lambda p: plots.f1_by_round(records, baseline, p)),
+        ("ranks.png", lambda p: plots.ranks(records, p)),
+    ]
+    if summary:
+        figures.append(("ensembles.png", lambda p: plots.ensembles(summary, p)))
+    if audit:
+        figures.append(("audit.png", lambda p: plots.audit(audit, p)))
+    drawn: dict[str, bool] = {}
+    for file, draw in figures:
+        try:
+            drawn[file] = draw(rd.path / file) is not None
+        except MissingDependencyError:
+            drawn[file] = False
+    lines += _rounds(records, baseline)
+    if drawn.get("f1_by_round.png"):
+        lines += ["![F1 by round](f1_by_round.png)", ""]
+    lines += _ranking(rd, records)
+    if drawn.get("ranks.png"):
+        lines += ["![ranks](ranks.png)", ""]
+    lines += _fidelity(check)
+    if summary:
+        lines += _ensembles(summary)
+        if drawn.get("ensembles.png"):
+            lines += ["![ensembles](ensembles.png)", ""]
+    else:
+        lines += ["## Ensembles", "", "Not run yet: `rewardsmith search ensemble RUNDIR`.", ""]
+    if audit:
+        lines += _audit(audit)
+        if drawn.get("audit.png"):
+            lines += ["![audit](audit.png)", ""]
+    else:
+        lines += ["## Hacking audit", "", "Not run yet: `rewardsmith search audit RUNDIR`.", ""]
+    path = rd.path / REPORT_FILE
+    write_atomic(path, "\n".join(lines))
+    return path
+
+
+def ensemble_table(summary: dict[str, Any]) -> Table:
+    """The ensembles' test numbers as a terminal table."""
+    table = Table(title=f"ensembles: test set, {summary.get('steps')} GRPO steps each")
+    for col in ("configuration", "size", "accuracy [95% CI]", "F1 [95% CI]"):
+        table.add_column(col, justify="left" if col == "configuration" else "right")
+    for name, d in summary.get("test", {}).items():
+        size = summary.get("configs", {}).get(name, {}).get("size", "?")
+        table.add_row(
+            name + (" (best)" if name == summary.get("best") else ""),
+            str(size),
+            _ci(d["accuracy"]),
+            _ci(d["f1"]),
+        )
+    return table

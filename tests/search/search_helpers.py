@@ -1,0 +1,53 @@
+"""Hand-made pools and programs for search tests: testbed problems answered right, with a
+wrong final answer, and with a wrong equation and answer."""
+
+from __future__ import annotations
+
+from rewardsmith.rl import problems as P
+from rewardsmith.search.pool import PoolItem
+from rewardsmith.search.program import RewardProgram, Term, render_program
+
+
+def crafted_pool(groups: int = 6, seed: int = 3) -> list[PoolItem]:
+    """Per problem: two right responses, one with a wrong answer after right reasoning, one
+    whose last equation and answer are both wrong."""
+    items: list[PoolItem] = []
+    for g, p in enumerate(P.generate(groups, seed, "test")):
+        right = p.completion
+        wrong_answer = right.replace(
+            f"<solution>{p.answer}</solution>", f"<solution>{p.answer + 1}</solution>"
+        )
+        wrong_step = right.replace(f"={p.answer}.", f"={p.answer + 2}.").replace(
+            f"<solution>{p.answer}</solution>", f"<solution>{p.answer + 2}</solution>"
+        )
+        for text, ok in ((right, True), (right, True), (wrong_answer, False), (wrong_step, False)):
+            items.append(PoolItem(g, p.prompt, p.reference, text, ok, True))
+    return items
+
+
+def program_source(*terms: Term, name: str = "prog") -> str:
+    return render_program(RewardProgram(tuple(terms)), name=name)
+
+
+CONSTANT_SOURCE = """
+BOUNDS = (0.0, 1.0)
+
+
+def reward(completions, references, prompts=None, **kwargs):
+    return [0.5 for _ in completions]
+"""
+
+
+# A task file's fields: the tiny testbed, a small pool, small held-out sets, short
+# completions (tests/search/conftest.py writes it; `testbed-tiny` is built once per session).
+TINY_TASK = {
+    "name": "tiny",
+    "description": "Arithmetic word problems; answer in <solution> tags.",
+    "policy": "testbed-tiny",
+    "validation_size": 12,
+    "test_size": 12,
+    "pool_prompts": 4,
+    "pool_group": 4,
+    "eval_max_new_tokens": 24,
+    "grpo": {"max_new_tokens": 16, "lora_rank": 0, "prompts_per_step": 2, "group_size": 2},
+}
