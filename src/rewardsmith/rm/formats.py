@@ -23,12 +23,14 @@ the last message's content. Each is stripped of the tokenizer's special-token st
 completion cannot forge `[SEP]` or `<|im_end|>` to fake the format), trimmed, and clipped by
 *characters*: the prompt keeps its last `prompt_chars`, the completion its first or last
 `completion_chars` (`completion_side`). Characters, because a template cannot count tokens and
-TRL does not truncate: for a 512-position encoder the two budgets add up to less than 512, and
-outside a few scripts (Hangul syllables, some Bengali: up to 3 tokens a character in MiniLM's
-vocabulary) no character is more than one token, so TRL's untruncated input fits. Past the
-model's `max_length` tokens, inputs are truncated from the left (the tokenizer's
-`truncation_side`), which keeps the end where a decoder reads its score; an encoder, whose
-`[CLS]` is at the start, is truncated from the right instead (its budgets make that rare).
+TRL does not truncate: the two budgets add up to less than the `max_length` tokens the model
+reads (512 for MiniLM, 2,048 for SmolLM2), and text of at most one token per character (any
+ASCII text) then fits, so TRL reads what rewardsmith and OpenRLHF read. Text of more tokens
+per character (MiniLM: Hangul syllables and some Bengali letters, up to 3; byte-level BPE: any
+non-ASCII character, up to 4 bytes) can exceed it: past `max_length` tokens rewardsmith and
+OpenRLHF truncate (the tokenizer's `truncation_side`: from the left for a decoder, keeping the
+end where it reads its score; from the right for an encoder, keeping its `[CLS]`), while TRL
+feeds the whole text (a 512-position encoder then fails).
 
 The legacy `pair` format (older cross-encoders: `tokenizer(prompt, completion)` with token
 windows, `rm.model.Windows`) has no template and is still read.
@@ -47,16 +49,14 @@ TEMPLATE_STYLES: tuple[TemplateStyle, ...] = ("bert", "chatml")
 CompletionSide = Literal["start", "end"]
 #: Format name written to configs and cards; bump when the rendering changes.
 FORMAT_NAME = "rbs-chat-v1"
-#: Tokens an encoder format spends on `[CLS]`, `[SEP]`, `[SEP]`.
-BERT_SPECIAL_TOKENS = 3
-#: Decoder inputs longer than this are truncated from the left (CPU attention is quadratic).
-DECODER_MAX_TOKENS = 1024
-#: Decoder character budgets: far above the token budget of ordinary text, so the
-#: tokenizer's left truncation, not the characters, bounds a long input.
-DECODER_PROMPT_CHARS = 1500
-DECODER_COMPLETION_CHARS = 3000
-#: Share of an encoder's character budget given to the prompt (the rest: the completion).
-ENCODER_PROMPT_SHARE = 0.4
+#: Tokens the template itself spends: `[CLS]`, `[SEP]`, `[SEP]`; or ChatML's markers
+#: (`<|im_start|>user\n`, `<|im_end|>\n<|im_start|>assistant\n`, `<|im_end|>`: 9) with room.
+TEMPLATE_TOKENS = {"bert": 3, "chatml": 16}
+#: A decoder reads at most this many tokens: OpenRLHF's default `--data.max_len`, and CPU
+#: attention is quadratic.
+DECODER_MAX_TOKENS = 2048
+#: Share of the character budget given to the prompt (the rest: the completion).
+PROMPT_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -172,26 +172,23 @@ def default_format(
 ) -> ChatFormat:
     """The format `rm train` gives a backbone with this tokenizer and `positions` positions.
 
-    An encoder's two character budgets add up to its positions minus its three special tokens
-    (`ENCODER_PROMPT_SHARE` for the prompt), so untruncated text fits (see the module doc);
-    a decoder gets `DECODER_*` budgets and reads at most `DECODER_MAX_TOKENS` tokens.
+    It reads at most `max_length` tokens (an encoder's positions, at most 512; a decoder's,
+    at most `DECODER_MAX_TOKENS`), and its two character budgets add up to that minus what
+    the template spends (`PROMPT_SHARE` for the prompt): text of at most one token per
+    character (any ASCII text, for WordPiece and byte-level BPE alike) then fits untruncated,
+    so TRL, which does not truncate, reads what rewardsmith and OpenRLHF read.
     """
     style = template_style(tokenizer)
     specials = tuple(t for t in tokenizer.all_special_tokens if t)
-    if style == "bert":
-        max_length = min(positions, 512)
-        budget = max_length - BERT_SPECIAL_TOKENS
-        p = prompt_chars or int(budget * ENCODER_PROMPT_SHARE)
-        c = completion_chars or budget - p
-        if p + c > budget:
-            raise ConfigError(
-                f"prompt + completion characters ({p} + {c}) exceed the {budget} that fit an "
-                f"encoder of {max_length} positions untruncated"
-            )
-    else:
-        max_length = min(positions, DECODER_MAX_TOKENS)
-        p = prompt_chars or DECODER_PROMPT_CHARS
-        c = completion_chars or DECODER_COMPLETION_CHARS
+    max_length = min(positions, 512 if style == "bert" else DECODER_MAX_TOKENS)
+    budget = max_length - TEMPLATE_TOKENS[style]
+    p = prompt_chars or int(budget * PROMPT_SHARE)
+    c = completion_chars or budget - p
+    if p + c > budget:
+        raise ConfigError(
+            f"prompt + completion characters ({p} + {c}) exceed the {budget} that fit "
+            f"{max_length} tokens untruncated"
+        )
     return ChatFormat(style, p, c, completion_side, max_length, specials)
 
 
