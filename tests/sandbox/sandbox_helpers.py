@@ -17,8 +17,12 @@ from rewardsmith.sandbox.worker import SANDBOX_UID_BASE
 from rewardsmith.tools.code import CodeTool
 from rewardsmith.types import ToolSpec
 
-# Short limits keep the attack suite fast; every attack must end within them.
-LIMITS = SandboxLimits(wall_seconds=2.0, cpu_seconds=2.0, memory_mb=256, output_bytes=10_000)
+# Short limits keep the attack suite fast; every attack must end within them. No stretching
+# of the wall-clock limit on a busy machine (`wall_stretch`, tested in test_limits.py): an
+# attack ends at `wall_seconds` however loaded the machine is.
+LIMITS = SandboxLimits(
+    wall_seconds=2.0, wall_stretch=1.0, cpu_seconds=2.0, memory_mb=256, output_bytes=10_000
+)
 # How long past its limit a run may take to come back (kill, reap, clean up, answer).
 GRACE = 3.0
 
@@ -32,7 +36,9 @@ def box() -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module")
 def code_tool() -> Iterator[CodeTool]:
-    tool = CodeTool(ToolSpec(name="code", kind="code"), timeout=2.0, memory_mb=256)
+    tool = CodeTool(
+        ToolSpec(name="code", kind="code"), timeout=2.0, memory_mb=256, wall_stretch=1.0
+    )
     yield tool
     tool.close()
 

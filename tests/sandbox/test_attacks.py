@@ -52,7 +52,11 @@ def assert_contained(
 def test_correct_solution_scores_one(code_tool: CodeTool) -> None:
     # The control: the same harness gives full marks to an honest solution.
     reward, _ = grade(code_tool, CORRECT)
-    assert reward.score == 1.0 and reward.components == {"passed": 2.0, "total": 2.0}
+    assert reward.score == 1.0 and reward.components == {
+        "passed": 2.0,
+        "total": 2.0,
+        "in_process": 0.0,
+    }
 
 
 # -- time --------------------------------------------------------------------------------
@@ -229,10 +233,14 @@ def test_deleting_files_outside_the_working_directory(box: Sandbox, tmp_path: Pa
     try:
         code = f"import os\nos.remove({str(victim)!r})\n"
         result = box.run(code)
-        # unreadable (PermissionError) or not even visible (FileNotFoundError: a checkout
-        # under /tmp is covered by the private tmpfs); either way the file survives
+        # unreadable (PermissionError) or not even visible (FileNotFoundError; or, where the
+        # minimal root holds a read-only folder on the way to Python, "Read-only file
+        # system"); either way the file survives
         assert result.status == "failed"
-        assert "PermissionError" in result.stderr or "FileNotFoundError" in result.stderr
+        assert any(
+            error in result.stderr
+            for error in ("PermissionError", "FileNotFoundError", "Read-only file system")
+        )
         assert victim.read_text() == "keep me"
     finally:
         victim.unlink()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from rewardsmith.sandbox.probe import parse_reward_records, reward_job
 
 SANDBOX_SRC = Path(__file__).resolve().parents[2] / "src" / "rewardsmith" / "sandbox"
 # The zygote's side: where a run's limits are read.
-ZYGOTE_FILES = ("worker.py", "child.py", "outcome.py")
+ZYGOTE_FILES = ("worker.py", "child.py", "outcome.py", "supervise.py")
 LIMIT_NAMES = {"limits", "job_limits", "prepared"}
 # A reward function whose scores are as long as floats get in a record.
 LONG_FLOATS = (
@@ -102,3 +104,57 @@ def test_a_checkout_under_tmp_still_imports_in_the_sandbox(tmp_path: Path) -> No
         timeout=120,
     )
     assert done.stdout.strip() == "admitted", done.stderr[-2000:]
+
+
+# -- the deadline on a busy machine -------------------------------------------------------------
+
+# Uses exactly this much CPU time, however long that takes on the wall clock.
+CPU_BOUND = "import time\nwhile time.process_time() < 0.6:\n    pass\nprint('done')\n"
+
+
+@pytest.fixture
+def one_busy_cpu() -> Iterator[None]:
+    """Pin this process (and the zygotes it starts) to one CPU, with three busy processes
+    on it: a run gets a quarter of a CPU at most."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        os.sched_setaffinity(0, before)
+
+
+@pytest.mark.parametrize(("stretch", "status"), [(6.0, "ok"), (1.0, "timeout")])
+def test_waiting_for_a_cpu_does_not_count_against_the_wall_clock(
+    one_busy_cpu: None, stretch: float, status: str
+) -> None:
+    # 0.6 s of CPU at a quarter of a CPU takes 2.4 s: past a 1 s wall-clock limit, which
+    # stretches while the run waits for the CPU (and does not with wall_stretch=1).
+    limits = SandboxLimits(wall_seconds=1.0, wall_stretch=stretch, cpu_seconds=5.0)
+    with Sandbox(workers=1, limits=limits) as sandbox:
+        result = sandbox.run(CPU_BOUND)
+    assert result.status == status, result
+    if status == "timeout":
+        assert result.reason == "wall-clock limit of 1.0 s"
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import time\ntime.sleep(60)\n",
+        # a run that keeps itself waiting: eight busy processes of its own
+        "import os\nfor _ in range(3):\n    os.fork()\nwhile True:\n    pass\n",
+    ],
+)
+def test_a_run_that_sleeps_or_starves_itself_ends_at_the_wall_clock(program: str) -> None:
+    limits = SandboxLimits(wall_seconds=1.0, wall_stretch=6.0, cpu_seconds=30.0)
+    with Sandbox(workers=1, limits=limits) as sandbox:
+        start = time.monotonic()
+        result = sandbox.run(program)
+        elapsed = time.monotonic() - start
+    assert result.status == "timeout", result
+    assert elapsed < limits.wall_seconds + 3.0, f"{elapsed:.1f} s"

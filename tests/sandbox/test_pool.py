@@ -111,7 +111,7 @@ def test_a_killed_worker_is_replaced() -> None:
 
 
 def test_a_worker_that_stops_answering_is_replaced_in_time() -> None:
-    limits = SandboxLimits(wall_seconds=0.5, cpu_seconds=0.5)
+    limits = SandboxLimits(wall_seconds=0.5, wall_stretch=1.0, cpu_seconds=0.5)
     with Sandbox(workers=1, limits=limits) as sandbox:
         assert sandbox.run("print(1)").ok
         [stopped] = sandbox.worker_pids()

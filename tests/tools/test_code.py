@@ -27,16 +27,19 @@ HUMANEVAL_FULL = SHARED_DATA / "code" / "HumanEval.jsonl.gz"
 MBPP_FULL = SHARED_DATA / "code" / "sanitized-mbpp.json"
 
 
+# The tool's default limits: 10 s of CPU per run (MBPP task 123's canonical solution needs
+# 4-5 s of CPU on a busy machine), and a wall-clock limit that waits for the CPU on a loaded
+# machine, so grading does not depend on what else runs beside it.
 @pytest.fixture(scope="module")
 def tool() -> Iterator[CodeTool]:
-    t = CodeTool(ToolSpec(name="code", kind="code"), timeout=5.0)
+    t = CodeTool(ToolSpec(name="code", kind="code"))
     yield t
     t.close()
 
 
 @pytest.fixture(scope="module")
 def strict_tool() -> Iterator[CodeTool]:
-    t = CodeTool(ToolSpec(name="code_strict", kind="code"), strict=True, timeout=5.0)
+    t = CodeTool(ToolSpec(name="code_strict", kind="code"), strict=True)
     yield t
     t.close()
 
@@ -75,7 +78,7 @@ def test_humaneval_slice_canonical_and_negative_control(tool: CodeTool) -> None:
     assert [r.score for r in good] == [1.0] * len(records), [r.reason for r in good]
     assert all(r.score is not None and r.score < 1.0 for r in bad)
     # HumanEval/0 has 7 asserts, each its own test; `return None` fails them all
-    assert good[0].components == {"passed": 7.0, "total": 7.0}
+    assert good[0].components == {"passed": 7.0, "total": 7.0, "in_process": 0.0}
     assert bad[0].components["passed"] == 0.0
     assert bad[0].reason.startswith("test 0 failed: AssertionError")
 
@@ -107,7 +110,7 @@ def test_partial_credit_and_strict(tool: CodeTool, strict_tool: CodeTool) -> Non
     [partial] = tool.score([wrong_on_3])
     [strict] = strict_tool.score([wrong_on_3])
     assert partial.score == pytest.approx(2 / 3)
-    assert partial.components == {"passed": 2.0, "total": 3.0}
+    assert partial.components == {"passed": 2.0, "total": 3.0, "in_process": 0.0}
     assert partial.reason == "test 1 failed: AssertionError"
     assert strict.score == 0.0 and strict.components == partial.components
 
@@ -176,7 +179,7 @@ def test_no_code_scores_zero(tool: CodeTool) -> None:
 def test_humaneval_checks_split_into_one_test_per_assert() -> None:
     record = read_dataset(HUMANEVAL_SLICE)[2]  # HumanEval/32: setup lines, then a loop
     suite = parse_reference(json.dumps({k: record[k] for k in ("prompt", "test", "entry_point")}))
-    assert suite.total == 1 and suite.tests[0].startswith("import math")
+    assert suite.total == 1 and suite.tests[0].source.startswith("import math")
 
 
 def test_code_is_a_builtin_tool(library: Library) -> None:
@@ -206,14 +209,17 @@ def test_cli_convert_then_score(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not HUMANEVAL_FULL.exists(), reason="../shared/data/code not present")
-def test_full_humaneval(tool: CodeTool) -> None:
+def test_full_humaneval(tool: CodeTool, strict_tool: CodeTool) -> None:
     with gzip.open(HUMANEVAL_FULL, "rt") as f:
         records = [json.loads(line) for line in f]
     assert len(records) == 164
     good = score(tool, list(to_samples(records, "canonical")))
-    bad = score(tool, list(to_samples(records, "return_none")))
+    stubs = list(to_samples(records, "return_none"))
+    bad = score(tool, stubs)
     assert [r.reason for r in good if r.score != 1.0] == []
+    # `return None` passes the odd `assert not candidate(...)`, never a whole task
     assert [r.reason for r in bad if r.score is None or r.score >= 1.0] == []
+    assert [r.score for r in score(strict_tool, stubs)] == [0.0] * 164
 
 
 @pytest.mark.skipif(not MBPP_FULL.exists(), reason="../shared/data/code not present")
@@ -242,3 +248,94 @@ def test_tool_pickles_without_its_worker_pool(tool: CodeTool) -> None:
     finally:
         copy.close()
     assert reward.score == 1.0
+
+
+# (reference, holes the program evaluates, the judge's check; "" = the test runs in process)
+SPLIT_CASES = [
+    # the expected side stays with the judge
+    ('{"test_list": ["assert add(1, 2) == 3"]}', ("add(1, 2)",), "__rs_hole_0__ == 3"),
+    # trusted calls around a call into the program are the judge's
+    (
+        '{"test_list": ["assert math.isclose(area(2), 12.56, rel_tol=0.01)"], '
+        '"test_imports": ["import math"]}',
+        ("area(2)",),
+        "math.isclose(__rs_hole_0__, 12.56, rel_tol=0.01)",
+    ),
+    (
+        '{"test_list": ["assert set(f(3)) == set((1, 2))"]}',
+        ("f(3)",),
+        "set(__rs_hole_0__) == set((1, 2))",
+    ),
+    # two calls into the program, in evaluation order
+    ('{"test_list": ["assert f(1) < f(2)"]}', ("f(1)", "f(2)"), "__rs_hole_0__ < __rs_hole_1__"),
+    # a helper the program defines is the program's, whole
+    (
+        '{"test_list": ["assert poly([1, 2], f([1, 2])) == 0"]}',
+        ("poly([1, 2], f([1, 2]))",),
+        "__rs_hole_0__ == 0",
+    ),
+    # statements before the assertion that do not touch the program are the judge's too
+    ("xs = [3, 1, 2]\nassert srt(xs) == sorted(xs)\n", ("srt(xs)",), "__rs_hole_0__ == sorted(xs)"),
+    # a loop, a comprehension over the program, `and`, a program name used as a value
+    ("for x in (1, 2):\n    assert f(x) == x\n", (), ""),
+    ('{"test_list": ["assert all(f(x) for x in (1, 2))"]}', (), ""),
+    ('{"test_list": ["assert f(1) == 1 and f(2) == 2"]}', (), ""),
+    ('{"test_list": ["assert callable(f)"]}', (), ""),
+    # a statement before the assertion that uses the program binds a program name
+    ("y = f(1)\nassert y == 2\n", (), ""),
+]
+
+
+@pytest.mark.parametrize(("reference", "holes", "check"), SPLIT_CASES)
+def test_assertions_split_into_the_programs_calls_and_the_judges_check(
+    reference: str, holes: tuple[str, ...], check: str
+) -> None:
+    [test] = parse_reference(reference).tests
+    assert (test.holes, test.check) == (holes, check)
+    assert test.in_process is (check == "")
+
+
+def test_a_program_that_defines_a_builtin_name_gets_its_calls_back(tool: CodeTool) -> None:
+    # MBPP 126 defines `sum(a, b)`: the tests' `sum` is the program's, not the builtin.
+    reference = '{"test_list": ["assert sum(10, 15) == 6", "assert sum(4, 6) == 3"]}'
+    code = "import math\ndef sum(a, b):\n    return math.gcd(a, b) + 1\n"
+    [reward] = tool.score([Sample(completion=code, reference=reference)])
+    assert reward.score == 1.0, reward.reason
+
+
+def test_truth_assertions_take_the_truth_of_any_value(tool: CodeTool) -> None:
+    # `assert check_str("annie")` with a function returning a re.Match (not plain data).
+    reference = '{"test_list": ["assert starts_vowel(\\"annie\\")", "assert not starts_vowel(\\"dawood\\")"]}'
+    code = "import re\ndef starts_vowel(s):\n    return re.match('[aeiou]', s)\n"
+    [reward] = tool.score([Sample(completion=code, reference=reference)])
+    assert reward.score == 1.0, reward.reason
+
+
+# Tasks whose tests take every path of the split: tolerances, truth tests, set comparisons,
+# loops run in process, helpers from the prompt, a builtin name the solution defines.
+HUMANEVAL_KINDS = ("HumanEval/2", "HumanEval/32", "HumanEval/33", "HumanEval/38", "HumanEval/53")
+MBPP_KINDS = (2, 7, 82, 126, 737, 787)
+
+
+@pytest.mark.skipif(not HUMANEVAL_FULL.exists(), reason="../shared/data/code not present")
+def test_every_kind_of_split_on_real_tasks(tool: CodeTool) -> None:
+    with gzip.open(HUMANEVAL_FULL, "rt") as f:
+        humaneval = [r for r in map(json.loads, f) if r["task_id"] in HUMANEVAL_KINDS]
+    mbpp = [r for r in read_dataset(MBPP_FULL) if r["task_id"] in MBPP_KINDS]
+    records = humaneval + mbpp
+    assert len(records) == len(HUMANEVAL_KINDS) + len(MBPP_KINDS)
+    good = score(tool, list(to_samples(records, "canonical")))
+    bad = score(tool, list(to_samples(records, "return_none")))
+    assert [r.reason for r in good if r.score != 1.0] == []
+    assert [r.score for r in bad if r.score is None or r.score >= 1.0] == []
+    # HumanEval/32 and /53 loop over random inputs: those tests run in process, and say so
+    assert [r.components["in_process"] for r in good[:5]] == [0.0, 1.0, 0.0, 1.0, 1.0]
+
+
+def test_a_program_that_shadows_a_builtin_the_check_uses_gains_nothing(tool: CodeTool) -> None:
+    # `set` redefined to return a constant would make `set(f(x)) == set((4, 5))` pass if the
+    # check used the program's `set`: the judge uses the builtin.
+    reference = '{"test_list": ["assert set(common((3, 4, 5), (5, 4))) == set((4, 5))"]}'
+    code = "def set(x):\n    return 1\ndef common(a, b):\n    return ()\n"
+    [reward] = tool.score([Sample(completion=code, reference=reference)])
+    assert reward.score == 0.0, reward

@@ -1,18 +1,26 @@
-"""`rewardsmith bench routing`: routing accuracy, "synthesize" share and cost on a labeled
-mixed-task set (see routing_data.py), against a baseline in the same run.
+"""`rewardsmith bench routing`: routing accuracy, "synthesize" share, calibration and cost
+on labeled mixed-task sets, against baselines in the same run.
 
-Reports, without and with `task` fields:
+The main set (routing_data.py) is reported without and with `task` fields:
 - accuracy on the built-in tools' tasks (target >= 95% without task fields),
 - share of out-of-library tasks sent to "synthesize" (target >= 90%), and how often the
   requested kind (code verifier / reward model) is the right one,
-- confident mistakes (a wrong tool with confidence >= 0.9; should be 0),
+- confident mistakes: a wrong decision with confidence >= 0.9 (tool or synthesize), as a
+  count and as a share of all confident decisions, and a reliability table (per confidence
+  bin: decisions, share right, mean confidence),
 - a confusion table (label x decision),
 - p50 per-sample routing time in a batch of 1,000 distinct prompts (embedded, cold caches),
   against the per-sample path with no batching or signature cache (ratio printed), and in a
   GRPO-like batch of 1,000 (125 prompts x 8 completions: each prompt is embedded once).
-Baseline: the same router with no embeddings ("rules": reference format, markers, task
-names). A marker-free slice (no LaTeX, no `\boxed`, no "translate") is reported apart, for
-both, to show what the embeddings add where the markers are absent. `--fit` also fits the router on the fit split first and reports the fitted router.
+
+`--hard` reports the hard slice (routing_hard.py: no `\boxed`, `####`, "translate" or
+"(A)" options; other languages; open requests with task words; JSON that is no dataset
+entry), with its reliability table, for the embedded router and two baselines: `rules` (the
+same router with no embeddings: format, content and markers) and `markers` (format and
+markers only, no content evidence and no embeddings: the router as it decided before it
+read content). `--fit` fits the router on the fit splits of both sets first (weights,
+out-of-fold calibration, exemplars) and reports the fitted router on the held-out eval
+splits; no eval record is ever used to fit.
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.bench import routing_data
+from rewardsmith.bench import routing_data, routing_hard
 from rewardsmith.library.store import Library
+from rewardsmith.router.calibration import Calibration, reliability
 from rewardsmith.router.decision import Decision
-from rewardsmith.router.router import BackendName, Router
+from rewardsmith.router.embedded import RouterState
+from rewardsmith.router.logit import INITIAL_WEIGHTS
+from rewardsmith.router.router import DEFAULTS_L2, FIT_EVENT, BackendName, Router
 
 # Confidence at or above which a wrong tool counts as a confident mistake.
 CONFIDENT = 0.9
@@ -57,11 +68,15 @@ def evaluate(items: Sequence[dict[str, Any]], decisions: Sequence[Decision]) -> 
         per_source[it["source"]].append(d.label == it["label"])
     synth_ok = [d for _, d in ool if d.action == "synthesize"]
     kind_ok = [d.kind == it["kind"] for it, d in ool if d.action == "synthesize" and it.get("kind")]
+    pairs = list(zip(items, decisions, strict=True))
     confident_wrong = sum(
         1
-        for it, d in zip(items, decisions, strict=True)
+        for it, d in pairs
         if d.action == "tool" and d.label != it["label"] and d.confidence >= CONFIDENT
     )
+    confident = [(it, d) for it, d in pairs if d.confidence >= CONFIDENT]
+    confident_wrong_any = sum(1 for it, d in confident if d.label != it["label"])
+    right = [d.label == it["label"] for it, d in pairs]
     return {
         "n_in_library": len(inlib),
         "n_out_of_library": len(ool),
@@ -69,6 +84,12 @@ def evaluate(items: Sequence[dict[str, Any]], decisions: Sequence[Decision]) -> 
         "synthesize_share": len(synth_ok) / max(len(ool), 1),
         "kind_accuracy": sum(kind_ok) / max(len(kind_ok), 1),
         "confident_wrong": confident_wrong,
+        "confident": len(confident),
+        "confident_wrong_any": confident_wrong_any,
+        "confident_wrong_rate": confident_wrong_any / max(len(confident), 1),
+        "reliability": [
+            row.to_dict() for row in reliability([d.confidence for d in decisions], right)
+        ],
         "confusion": {f"{a} -> {b}": n for (a, b), n in sorted(confusion.items())},
         "per_source": {s: round(sum(v) / len(v), 4) for s, v in sorted(per_source.items())},
         "signatures": len({d.signature for d in decisions}),
@@ -76,9 +97,14 @@ def evaluate(items: Sequence[dict[str, Any]], decisions: Sequence[Decision]) -> 
 
 
 def route_all(
-    library: Library, items: Sequence[dict[str, Any]], backend: BackendName
+    library: Library, items: Sequence[dict[str, Any]], backend: BackendName | str
 ) -> list[Decision]:
-    router = Router(library, backend, log_events=False)
+    """Route `items` with a fresh router; backend "markers" is the rules backend with no
+    content evidence (the baseline of a router that reads markers and formats only)."""
+    markers_only = backend == "markers"
+    router = Router(library, "rules" if markers_only else backend, log_events=False)  # type: ignore[arg-type]
+    if markers_only:
+        router.embedded.use_content = False
     try:
         return router.route(_records(items))
     finally:
@@ -96,13 +122,14 @@ def timing(library: Library, records: list[dict[str, Any]]) -> dict[str, float]:
     fresh._model, fresh._tokenizer = embedder._model, embedder._tokenizer  # same weights, no cache
     router = Router(library, "embedded", embedder=fresh, log_events=False)
     fresh._cache.clear()  # exemplars are embedded at start-up; prompts start cold
+    router.clear_caches()
     start = time.perf_counter()
     router.route(records)
     total = time.perf_counter() - start
     batch = sorted(router.last_seconds)
     # A GRPO-like batch of the same size: GROUP completions per prompt (prompts repeat).
     fresh._cache.clear()
-    router._cache.clear()
+    router.clear_caches()
     grouped = [rec for rec in records[: len(records) // GROUP] for _ in range(GROUP)]
     start = time.perf_counter()
     router.route(grouped)
@@ -136,6 +163,7 @@ def run(
     fit: bool = False,
     library_path: Path | None = None,
     do_timing: bool = True,
+    hard: bool = False,
 ) -> dict[str, Any]:
     """Build the set, route it every way, and return all numbers (see the module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,9 +179,15 @@ def run(
             out["embedded"]["seconds"] = time.perf_counter() - t0
             out["embedded_task"] = evaluate(tasked, route_all(library, tasked, "embedded"))
             out["rules"] = evaluate(items, route_all(library, items, "rules"))
-            hard = routing_data.build_marker_free(data, "eval", seed)
-            out["marker_free"] = evaluate(hard, route_all(library, hard, "embedded"))
-            out["marker_free_rules"] = evaluate(hard, route_all(library, hard, "rules"))
+            if hard:
+                slice_ = routing_hard.build_hard(data, "eval", seed)
+                out["hard_items"] = len(slice_)
+                for name, backend in (
+                    ("hard", "embedded"),
+                    ("hard_rules", "rules"),
+                    ("hard_markers", "markers"),
+                ):
+                    out[name] = evaluate(slice_, route_all(library, slice_, backend))
             if code:  # the same set in a library without the code tool: tests -> synthesize
                 no_code = Library(Path(tmp) / "no_code.db")
                 for name in ("code", "code_strict"):
@@ -163,19 +197,11 @@ def run(
                 out["embedded_no_code"] = evaluate(plain, route_all(no_code, plain, "embedded"))
                 no_code.close()
             if fit:
-                fit_items = routing_data.build(data, "fit", seed, has_code_tool=code)
                 fit_lib = Library(Path(tmp) / "fit.db")
-                router = Router(fit_lib, "embedded", log_events=False)
-                out["fit"] = {
-                    k: v
-                    for k, v in router.fit(
-                        _records(fit_items), [i["label"] for i in fit_items]
-                    ).items()
-                    if k != "weights"
-                }
-                out["fit"]["weights"] = router.state.weights
-                router.close()
+                out["fit"] = fit_defaults(fit_lib, data, seed, has_code_tool=code)
                 out["embedded_fitted"] = evaluate(items, route_all(fit_lib, items, "embedded"))
+                if hard:
+                    out["hard_fitted"] = evaluate(slice_, route_all(fit_lib, slice_, "embedded"))
                 fit_lib.close()
             if do_timing:
                 pool = _records(items) + _records(routing_data.build(data, "fit", seed + 1, code))
@@ -184,6 +210,28 @@ def run(
         finally:
             library.close()
     return out
+
+
+def fit_defaults(
+    library: Library, data: Path, seed: int = 0, has_code_tool: bool = True
+) -> dict[str, Any]:
+    """Fit the router's weights and calibration on the fit splits of the main set and the
+    hard slice, from the hand-set start (`logit.INITIAL_WEIGHTS`, no calibration), with the
+    weak pull `DEFAULTS_L2` and no learned exemplars, into `library`. This is how
+    router/defaults.json is made (bench/fit_router_defaults.py). Returns the fit's report."""
+    items = routing_data.build(data, "fit", seed, has_code_tool=has_code_tool)
+    items += routing_hard.build_hard(data, "fit", seed)
+    start = RouterState(weights=dict(INITIAL_WEIGHTS), calibration=Calibration())
+    library.log_event(FIT_EVENT, None, state=start.to_dict(), examples=0)
+    router = Router(library, "embedded", log_events=False)
+    try:
+        report = router.fit(
+            _records(items), [i["label"] for i in items], l2=DEFAULTS_L2, learn_exemplars=False
+        )
+    finally:
+        router.close()
+    report["labels"] = dict(Counter(i["label"] for i in items))
+    return report
 
 
 def _key(record: dict[str, Any]) -> str:

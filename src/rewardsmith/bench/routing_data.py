@@ -357,26 +357,3 @@ def build(
 def with_task(item: Item) -> Item:
     """The item with a `task` field naming its data source (as trainers often pass)."""
     return {**item, "task": item["source"]}
-
-
-def build_marker_free(data: Path, split: str = "eval", seed: int = 0) -> list[Item]:
-    """A harder slice with the format markers removed, reported apart: MATH-500 problems
-    with integer answers, `$` signs stripped and completions without `\\boxed{}` (label:
-    math, though gsm8k's last-number check would grade these integers the same), and WMT
-    de-en sources with "In English, please." instead of a translation instruction."""
-    rng = random.Random(f"{seed}:{split}:marker_free")
-    items: list[Item] = []
-    recs = [r for _, r in _split(_jsonl(data / "math" / "math500.jsonl"), split, rng)]
-    for r in recs:
-        if re.fullmatch(r"-?\d+", str(r["answer"])):
-            prompt = str(r["problem"]).replace("$", "")
-            completion = f"Working through it, the answer is {r['answer']}."
-            items.append(_item(prompt, completion, str(r["answer"]), "math", "math_no_latex"))
-    base = data / "translation"
-    src = (base / "generaltest2023.de-en.src.de").read_text("utf-8").splitlines()
-    refs = (base / "generaltest2023.de-en.ref.refA.en").read_text("utf-8").splitlines()
-    lines = [(s, r) for s, r in zip(src, refs, strict=False) if 20 <= len(s) <= 300]
-    for _, (s, r) in _split(lines, split, rng)[: PER_SOURCE // 2]:
-        prompt = f"{s}\n\nIn English, please."
-        items.append(_item(prompt, r, r, "translation", "translation_no_keyword"))
-    return items

@@ -32,6 +32,12 @@ def routing(
         bool, typer.Option("--fit", help="Also fit on the fit split and report.")
     ] = False,
     timing: Annotated[bool, typer.Option(help="Time a batch of 1,000 prompts.")] = True,
+    hard: Annotated[
+        bool,
+        typer.Option(
+            "--hard", help="Also route the hard slice (no surface markers) against baselines."
+        ),
+    ] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write all numbers here.")] = None,
 ) -> None:
     """Route a labeled mixed-task set with and without task fields; print accuracy, the share
@@ -41,12 +47,12 @@ def routing(
     logging.getLogger("rewardsmith").setLevel(logging.ERROR)
     from rewardsmith.bench.routing import run
 
-    out = run(data, seed=seed, fit=fit, do_timing=timing)
+    out = run(data, seed=seed, fit=fit, do_timing=timing, hard=hard)
     table = Table(
         title=f"routing on {out['items']} labeled samples (code tool: {out['code_tool']})"
     )
     table.add_column("router")
-    for col in ("accuracy", "to synth.", "kind ok", "conf. wrong", "sigs"):
+    for col in ("accuracy", "to synth.", "kind ok", "conf. wrong", ">=0.9 wrong", "sigs"):
         table.add_column(col, justify="right", no_wrap=True)
     names = {
         "rules": "baseline: rules, no task",
@@ -54,8 +60,10 @@ def routing(
         "embedded_task": "embedded, task field",
         "embedded_fitted": "embedded, fitted",
         "embedded_no_code": "embedded, no code tool",
-        "marker_free_rules": "marker-free slice, rules",
-        "marker_free": "marker-free slice, embedded",
+        "hard_markers": "hard slice, baseline: markers only",
+        "hard_rules": "hard slice, baseline: rules (no embeddings)",
+        "hard": "hard slice, embedded",
+        "hard_fitted": "hard slice, embedded, fitted",
     }
     for key, name in names.items():
         if key in out:
@@ -68,13 +76,20 @@ def routing(
                 else "-",
                 f"{r['kind_accuracy']:.1%}",
                 str(r["confident_wrong"]),
+                f"{r['confident_wrong_any']}/{r['confident']} = {r['confident_wrong_rate']:.1%}",
                 str(r["signatures"]),
             )
     console.print(table)
     console.print(
-        "accuracy: right tool on in-library tasks; to synth.: out-of-library tasks sent to synthesize"
+        "accuracy: right tool on in-library tasks; to synth.: out-of-library tasks sent to "
+        "synthesize; conf. wrong: wrong tools at confidence >= 0.9; >=0.9 wrong: wrong "
+        "decisions (tool or synthesize) among those at confidence >= 0.9"
     )
-    console.print(_confusion(out["embedded"]["confusion"]))
+    console.print(_confusion(out["embedded"]["confusion"], "embedded, no task field"))
+    console.print(_reliability(out["embedded"]["reliability"], "main set, embedded"))
+    if "hard" in out:
+        console.print(_confusion(out["hard"]["confusion"], "hard slice, embedded"))
+        console.print(_reliability(out["hard"]["reliability"], "hard slice, embedded"))
     if "timing" in out:
         t = out["timing"]
         console.print(
@@ -94,11 +109,27 @@ def routing(
         json_out.write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")
 
 
-def _confusion(confusion: dict[str, Any]) -> Table:
+def _reliability(rows: list[dict[str, Any]], what: str) -> Table:
+    table = Table(title=f"reliability ({what}): decisions per confidence bin")
+    for col in ("confidence", "decisions", "right", "accuracy", "mean confidence"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        if r["n"]:
+            table.add_row(
+                r["bin"],
+                str(r["n"]),
+                str(r["right"]),
+                f"{r['accuracy']:.1%}",
+                f"{r['mean_confidence']:.3f}",
+            )
+    return table
+
+
+def _confusion(confusion: dict[str, Any], what: str) -> Table:
     pairs = [(k.split(" -> ")[0], k.split(" -> ")[1], n) for k, n in confusion.items()]
     labels = sorted({a for a, _, _ in pairs})
     predicted = sorted({b for _, b, _ in pairs})
-    table = Table(title="confusion (embedded, no task field): label x decision")
+    table = Table(title=f"confusion ({what}): label x decision")
     table.add_column("label")
     for p in predicted:
         table.add_column(p, justify="right")

@@ -15,6 +15,8 @@ from rewardsmith.cli import grpo as grpo_cmd
 from rewardsmith.cli import rm as rm_cmd
 from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
+from rewardsmith.cli import serve as serve_cmd
+from rewardsmith.cli import synth as synth_cmd
 from rewardsmith.cli import tools as tools_cmd
 from rewardsmith.errors import RewardsmithError
 
@@ -27,11 +29,13 @@ app = typer.Typer(
 )
 app.command("score")(score_cmd.score)
 app.command("convert")(convert_cmd.convert)
+app.command("serve")(serve_cmd.serve)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(rm_cmd.app, name="rm")
 app.add_typer(grpo_cmd.app, name="grpo")
 app.add_typer(route_cmd.app, name="route")
 app.add_typer(bench_cmd.app, name="bench")
+app.add_typer(synth_cmd.app, name="synth")
 
 err_console = Console(stderr=True)
 
@@ -40,7 +44,7 @@ def main() -> None:
     """Entry point: run the app, turning rewardsmith errors into a message and exit code 2."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app()
+        app(args=serve_cmd.expand_ray_flag(sys.argv[1:]))
     except RewardsmithError as exc:
         # The message is plain text: markup characters in it (`[/]`, paths) print as written.
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)

@@ -19,7 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library, progress_bar
+from rewardsmith.cli.serve import LOCAL_RAY, RayOption
 from rewardsmith.jsonl import atomic_output, read_records, scored_record, write_line
+from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer, parse_task_map
 from rewardsmith.types import STATUSES, Reward
 
@@ -70,13 +72,27 @@ def score(
             help="Router backend when neither --tool nor --task-map is given: embedded, llm, rules.",
         ),
     ] = "embedded",
+    ray: RayOption = None,
+    synthesize: Annotated[
+        bool,
+        typer.Option(
+            "--synthesize",
+            help="Samples the router sends to 'synthesize' get a synthesized, gated tool.",
+        ),
+    ] = False,
 ) -> None:
     """Score every line of INPUT with a tool, a tool per task, or (with neither) the tool(s)
     the router picks, and write OUTPUT."""
     mapping = parse_task_map(task_map) if task_map else {}
     records = read_records(input_path)
-    lib = open_library(library)
-    scorer = Scorer(tool, mapping, lib, router=router)
+    if ray is not None:
+        from rewardsmith.server.ray_backend import RayLibrary, start_ray
+
+        start_ray(None if ray == LOCAL_RAY else ray)
+        lib: Library = RayLibrary(library)
+    else:
+        lib = open_library(library)
+    scorer = Scorer(tool, mapping, lib, router=router, synthesize=synthesize)
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
     try:
         with atomic_output(output) as handle, progress_bar(console, quiet) as progress:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library
 from rewardsmith.errors import ConfigError
+from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import parse_tool_ref
 from rewardsmith.types import ToolSpec
 
@@ -20,6 +21,9 @@ console = Console()
 
 # Descriptions are cut in the list view; `tools show` prints them whole.
 LIST_DESCRIPTION_CHARS = 30
+# `"kind": "reward_function"` in a tool file: a generated `def reward(...)`, stored as a tool
+# of kind "code" built by REWARD_FUNCTION_FACTORY (its 4-stage check runs when it is added).
+REWARD_FUNCTION_KIND = "reward_function"
 
 
 @app.command("list")
@@ -120,10 +124,30 @@ def add(
         raise ConfigError(f"cannot read tool file {path}: {exc}") from None
     if not isinstance(data, dict) or "spec" not in data or "config" not in data:
         raise ConfigError(f'{path}: expected an object with "spec" and "config"')
+    spec_data, config = data["spec"], data["config"]
+    if isinstance(spec_data, dict) and spec_data.get("kind") == REWARD_FUNCTION_KIND:
+        spec_data, config = _reward_function(path, spec_data, config)
     try:
-        spec = ToolSpec.from_dict({"provenance": "user", **data["spec"]})
+        spec = ToolSpec.from_dict({"provenance": "user", **spec_data})
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: bad spec: {exc}") from None
     with open_library(library) as lib:
-        stored = lib.add(spec, data["config"], note=note)
+        stored = lib.add(spec, config, note=note)
     console.print(f"added {stored.ref}")
+
+
+def _reward_function(path: Path, spec: dict, config: object) -> tuple[dict, dict]:
+    """A `reward_function` tool file as the library stores it: kind "code", the reward
+    function factory, its parameters (`{"params": {"source": ...}}`, or `source`, `bounds`...
+    given directly in the config)."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: config must be an object")
+    factory = config.get("factory", REWARD_FUNCTION_FACTORY)
+    if factory != REWARD_FUNCTION_FACTORY:
+        raise ConfigError(
+            f'{path}: kind "reward_function" is built by {REWARD_FUNCTION_FACTORY}, not {factory!r}'
+        )
+    params = config.get("params", {k: v for k, v in config.items() if k != "factory"})
+    if not isinstance(params, dict) or "source" not in params:
+        raise ConfigError(f'{path}: a "reward_function" tool needs its code in params.source')
+    return {**spec, "kind": "code"}, {"factory": REWARD_FUNCTION_FACTORY, "params": params}

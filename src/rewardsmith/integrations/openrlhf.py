@@ -18,8 +18,9 @@ A sample the tool does not apply to gets reward 0.0 and `applicable` 0.
     REWARDSMITH_OPENRLHF_TOOL=gsm8k   # any tool in the library (default gsm8k)
 
 From Python, `make_reward_func(tool=..., task_map=...)` returns a picklable callable with the
-same signature. OpenRLHF's HTTP mode (`--remote_rm_url http://...`) is served by
-`rewardsmith serve`.
+same signature. OpenRLHF's HTTP mode (`--remote_rm_url http://HOST:8000/v1/openrlhf`) is
+served by `rewardsmith serve` (docs/server.md); with `$REWARDSMITH_URL` set, this file too
+scores through that server (`rewardsmith.client`) instead of in OpenRLHF's process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.config import default_library_path
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.library.store import Library
@@ -53,7 +55,7 @@ def response_text(query: str, prompt: str | None) -> str:
     return query[at + len(prompt) :] if at >= 0 else query
 
 
-def _reference(label: Any) -> str | None:
+def label_reference(label: Any) -> str | None:
     if label is None or isinstance(label, str):
         return label
     if isinstance(label, bool | int | float):
@@ -96,7 +98,7 @@ class RewardFunc:
         self.components = components
         self.__name__ = f"rewardsmith_{tool}"
         self._component_keys: list[str] = []
-        self._scorer: Scorer | None = None
+        self._scorer: Scorer | RemoteScorer | None = None
         self._scorer_pid: int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -112,10 +114,14 @@ class RewardFunc:
         return f"<RewardFunc {self.__name__}>"
 
     @property
-    def scorer(self) -> Scorer:
-        """The scorer, built once per process (a SQLite connection must not cross a fork)."""
+    def scorer(self) -> Scorer | RemoteScorer:
+        """The scorer, built once per process (a SQLite connection must not cross a fork): a
+        `rewardsmith serve` client when `$REWARDSMITH_URL` is set, else in-process."""
         if self._scorer is None or self._scorer_pid != os.getpid():
-            self._scorer = Scorer(self.tool, self.task_map, self.library)
+            if remote_url():
+                self._scorer = RemoteScorer(self.tool, self.task_map or None)
+            else:
+                self._scorer = Scorer(self.tool, self.task_map, self.library)
             self._scorer_pid = os.getpid()
         return self._scorer
 
@@ -136,12 +142,12 @@ class RewardFunc:
             Sample(
                 completion=response_text(queries[i], prompts[i] if prompts else None),
                 prompt=prompts[i] if prompts else None,
-                reference=_reference(labels[i]) if labels is not None else None,
+                reference=label_reference(labels[i]) if labels is not None else None,
                 task=tasks[i] if tasks is not None else None,
             )
             for i in range(n)
         ]
-        return self.scorer.score(samples).rewards
+        return list(self.scorer.score(samples))
 
     def __call__(
         self,

@@ -4,7 +4,8 @@ TRL calls each reward function once per generation batch as
 `f(prompts=..., completions=..., completion_ids=..., trainer_state=..., log_extra=...,
 log_metric=..., **dataset_columns)` and expects one float per completion, or None where the
 reward does not apply (TRL turns None into NaN and leaves that function out of the sum for
-that row). `reward_funcs` returns one `RewardFunction` per tool: a callable class, not a
+that row). With `$REWARDSMITH_URL` set, the functions score through that `rewardsmith serve`
+(`rewardsmith.client`) instead of in the trainer's process. `reward_funcs` returns one `RewardFunction` per tool: a callable class, not a
 closure, so it survives `pickle` into worker processes; the scorer behind it is built lazily
 in each process and dropped when pickled.
 
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.combine import component_means
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library, parse_tool_ref
@@ -133,7 +135,7 @@ class RewardFunction:
         # TRL names each function's metrics after `__name__` (rewards/<name>/mean).
         self.__name__ = name or f"rewardsmith_{_tool_name(tool)}"
         self.calls = 0
-        self._scorer: Scorer | None = None
+        self._scorer: Scorer | RemoteScorer | None = None
         self._warned_no_reference = False
 
     # -- pickling: keep the recipe, rebuild the scorer in the receiving process -----------
@@ -150,10 +152,14 @@ class RewardFunction:
         return f"<RewardFunction {self.__name__}>"
 
     @property
-    def scorer(self) -> Scorer:
-        """The scorer, built on first use in this process."""
+    def scorer(self) -> Scorer | RemoteScorer:
+        """The scorer, built on first use in this process: a `rewardsmith serve` client when
+        `$REWARDSMITH_URL` is set (and the tool is given by name), else in-process."""
         if self._scorer is None:
-            self._scorer = Scorer(self.tool, self.task_map, self.library)
+            if remote_url() and not isinstance(self.tool, RewardTool):
+                self._scorer = RemoteScorer(self.tool, self.task_map or None)
+            else:
+                self._scorer = Scorer(self.tool, self.task_map, self.library)
         return self._scorer
 
     def close(self) -> None:

@@ -15,6 +15,9 @@ The tool for a sample is, first match wins: `extra_info["rewardsmith_tool"]`; th
 in `$REWARDSMITH_VERL_TASK_MAP` ("SOURCE=TOOL,..."); the data source in
 `DEFAULT_DATA_SOURCES`. Anything else raises `ConfigError` saying how to map it.
 
+With `$REWARDSMITH_URL` set (and `$REWARDSMITH_TOKEN` if the server has one), samples are
+scored by that `rewardsmith serve` through `rewardsmith.client` instead of in each worker.
+
 Use it from a veRL run (the file is loaded by path, so it imports rewardsmith absolutely):
 
     RS_VERL=$(python -c "import rewardsmith.integrations.verl as m; print(m.__file__)")
@@ -29,6 +32,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.config import default_library_path
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
@@ -82,8 +86,14 @@ class _ProcessCache:
         self.scorers: dict[str, Scorer] = {}
         self.task_map_text: str | None = None
         self.task_map: dict[str, str] = {}
+        self.remote: dict[str, RemoteScorer] = {}
 
-    def scorer(self, tool: str) -> Scorer:
+    def scorer(self, tool: str) -> Scorer | RemoteScorer:
+        if remote_url():
+            remote = self.remote.get(tool)
+            if remote is None:
+                remote = self.remote[tool] = RemoteScorer(tool)
+            return remote
         key = (os.getpid(), str(default_library_path()))
         if key != self.key or self.library is None:
             if self.library is not None and self.key is not None and self.key[0] == key[0]:

@@ -28,6 +28,13 @@ MATH = (
     "If $\\mathbf{v} = \\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}$, find the projection of "
     "$\\mathbf{v}$ onto $\\begin{pmatrix} 3 \\\\ 4 \\end{pmatrix}$.",
     "Find the remainder when $2^{100}$ is divided by 7.",
+    # the same kind of problems typed without LaTeX
+    "How many positive integers less than 200 are divisible by 3 or by 7?",
+    "In how many ways can the letters of the word BANANA be arranged?",
+    "What is the sum of the digits of 2 to the power 15?",
+    "A right triangle has legs of length 9 and 12. What is the radius of its inscribed circle?",
+    "If x + 1/x = 5, what is x^2 + 1/x^2?",
+    "What is the greatest common divisor of 1071 and 462?",
     "A point is chosen at random inside a square of side 2. What is the probability that it "
     "lies within 1 unit of the center? Express your answer in terms of $\\pi$.",
 )

@@ -197,19 +197,24 @@ class Library:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def add(self, spec: ToolSpec, config: Mapping[str, Any], note: str = "") -> ToolSpec:
+    def add(
+        self, spec: ToolSpec, config: Mapping[str, Any], note: str = "", *, retired: bool = False
+    ) -> ToolSpec:
         """Store a new tool, or a new version of an existing one; returns the stored spec.
 
         The tool is built once first, so a config that cannot work is refused here.
+        `retired=True` keeps a candidate that was refused (synthesis stores rejected tools
+        with their reasons): it is stored retired and not built, since it may not build.
         """
-        build_tool(spec, config, resolve=self.get)
+        if not retired:
+            build_tool(spec, config, resolve=self.get)
         with self._lock, self._conn:
             latest = self._conn.execute(
                 "SELECT MAX(version) FROM tools WHERE name = ?", (spec.name,)
             ).fetchone()[0]
             stored = replace(spec, version=(latest or 0) + 1)
-            self._insert(stored, config)
-            kind = "add" if latest is None else "new_version"
+            self._insert(stored, config, retired)
+            kind = "add_retired" if retired else "add" if latest is None else "new_version"
             self._event(kind, stored.name, stored.version, {"note": note, "spec": stored.to_dict()})
         return stored
 
@@ -253,10 +258,18 @@ class Library:
             retired=bool(row[3]),
         )
 
-    def _insert(self, spec: ToolSpec, config: Mapping[str, Any]) -> None:
+    def _insert(self, spec: ToolSpec, config: Mapping[str, Any], retired: bool = False) -> None:
         self._conn.execute(
-            "INSERT INTO tools (name, version, spec, config, created_at) VALUES (?, ?, ?, ?, ?)",
-            (spec.name, spec.version, json.dumps(spec.to_dict()), json.dumps(config), _now()),
+            "INSERT INTO tools (name, version, spec, config, created_at, retired) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                spec.name,
+                spec.version,
+                json.dumps(spec.to_dict()),
+                json.dumps(config),
+                _now(),
+                int(retired),
+            ),
         )
 
     def _event(self, kind: str, tool: str | None, version: int | None, detail: Any) -> None:

@@ -1,23 +1,24 @@
 """The embedded (offline, default) routing backend: MiniLM-L6 sentence embeddings plus
-reference-format, marker and prompt features, scored against each tool's description and
-exemplars, with a calibrated confidence.
+reference-format, content, marker and prompt features, scored against each tool's
+description and exemplars, with a calibrated confidence.
 
-How a decision is made (RLAR's policy router, without an LLM):
+How a decision is made (RLAR's policy router, without an LLM), per prompt group (see
+evidence.py) or pooled over a task signature's groups (see router.py):
 
 1. *Candidates* are the library's tools that bring exemplars (a tool joins routing by
-   bringing them; shaping terms such as `overlong` have none) and can read the sample's
-   reference format (`features.compatibility` > 0): a wrong-format tool is never chosen.
-2. Each candidate gets a feature row: max cosine similarity of the prompt to the tool's
-   exemplars and description, log format compatibility, overlap of the markers its
-   description names (`\\boxed`, `####`, `<solution>`) with the prompt/completion/reference,
-   and whether the `task` field names the tool. "Synthesize" is one more alternative, with
-   its own row: similarity to out-of-library exemplars (chat, open-ended writing, ...),
-   dialogue, empty prompt, non-Latin script, missing reference.
-3. A conditional logit (one weight vector shared by all alternatives, McFadden 1974) turns
-   rows into probabilities; the winner's probability is the confidence. The weights are
-   fitted by `rewardsmith route fit` on labeled examples (the defaults below were fitted
-   that way on the bench's training split); a confidence under the threshold means
-   "synthesize".
+   bringing them; shaping terms such as `overlong` have none) and can read the group's
+   reference format (`features.can_grade` > 0): a wrong-format tool is never chosen.
+2. Each candidate gets a feature row and "synthesize" one more (logit.py): similarity to
+   exemplars, format fit, markers, the task field, and content evidence (a passage in
+   another language than the reference's, a reference naming a listed option, math
+   notation, completions answering in the tool's form).
+3. A conditional logit turns rows into probabilities; the top probability goes through the
+   isotonic calibration fitted out-of-fold (calibration.py), so the confidence is the
+   probability that the decision is right. A tool decision whose kind of task needs content
+   evidence and has none (translation without a passage in another language, a choice
+   letter that names no listed option) is capped at `UNSUPPORTED_CAP`: a keyword or a
+   look-alike prompt alone never makes a confident decision. Under the threshold the answer
+   is "synthesize".
 
 Heavy imports (torch, transformers) happen only in `MiniLMEmbedder.load`.
 """
@@ -25,7 +26,6 @@ Heavy imports (torch, transformers) happen only in `MiniLMEmbedder.load`.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -34,7 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.models.loading import load_model, load_tokenizer, minilm_dir
+from rewardsmith.router.calibration import Calibration
 from rewardsmith.router.decision import Backend, Decision, SynthKind, ToolWeight, synthesize
+from rewardsmith.router.defaults import load_defaults
+from rewardsmith.router.evidence import GroupEvidence
 from rewardsmith.router.features import (
     NON_LATIN_LIMIT,
     RefFormat,
@@ -44,10 +47,22 @@ from rewardsmith.router.features import (
     spec_format,
     spec_markers,
 )
+from rewardsmith.router.logit import (
+    CONTENT_FEATURES,
+    DEFAULT_WEIGHTS,
+    FEATURES,
+    INDEX,
+    fit_weights,
+    probabilities,
+    synth_row,
+    tool_row,
+)
 from rewardsmith.types import ToolSpec
 
 if TYPE_CHECKING:
     import numpy as np
+
+__all__ = ["FEATURES", "DEFAULT_WEIGHTS", "fit_weights"]  # re-exported: the logit's home moved
 
 log = logging.getLogger(__name__)
 
@@ -58,42 +73,6 @@ EMBED_BATCH = 64
 # Embeddings kept in memory by text (GRPO repeats each prompt G times per batch).
 EMBED_CACHE_SIZE = 50_000
 
-# Feature order of a conditional-logit row. Tool rows fill the first five, the synthesize
-# row the rest.
-FEATURES: tuple[str, ...] = (
-    "sim",  # max cosine similarity to the tool's exemplars
-    "log_compat",  # log of format compatibility
-    "markers",  # share of the tool's markers present in prompt/completion/reference
-    "task_match",  # the task field names the tool
-    "ref_none_tool",  # the tool reads no reference (format checks) and none was given
-    "fmt_exact",  # the tool expects exactly this reference format
-    "synth_bias",
-    "synth_sim",  # max cosine similarity to out-of-library exemplars
-    "dialogue",
-    "empty_prompt",
-    "non_latin",
-    "ref_none",
-    "ref_free_text",
-    "best_sim",  # the best tool similarity (low: nothing in the library looks like this)
-)
-# Fitted with `rewardsmith route fit` on the bench's training split (see docs/router.md);
-# `route fit` on a user's labeled data replaces them in that user's library.
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "sim": 4.2036,
-    "log_compat": 2.2587,
-    "markers": 5.5079,
-    "task_match": 2.0,  # set by hand: the fit split has no task fields
-    "ref_none_tool": -2.1847,
-    "fmt_exact": 2.171,
-    "synth_bias": -0.3322,
-    "synth_sim": 3.6529,
-    "dialogue": 1.1228,
-    "empty_prompt": 2.0,  # set by hand: the fit split has no empty prompts
-    "non_latin": 2.0,  # set by hand: the fit split has no non-Latin prompts
-    "ref_none": 2.1847,
-    "ref_free_text": 3.9721,
-    "best_sim": -3.3264,
-}
 # Reference formats only one kind of tool reads: they identify the task even when the prompt
 # is empty or unreadable (a reasoning-gym entry carries its own question).
 DECISIVE_FORMATS = frozenset({"json_entry", "unit_tests"})
@@ -162,7 +141,8 @@ class MiniLMEmbedder:
 
         with self._lock:
             self.load()
-            todo = sorted({t for t in texts if t not in self._cache}, key=len)
+            # by length, then text: which texts share a padded batch never depends on order
+            todo = sorted({t for t in texts if t not in self._cache}, key=lambda t: (len(t), t))
             for start in range(0, len(todo), EMBED_BATCH):
                 chunk = todo[start : start + EMBED_BATCH]
                 for text, vec in zip(chunk, self._embed(chunk), strict=True):
@@ -202,20 +182,30 @@ class Candidate:
     vectors: Any = None  # np.ndarray (n, dim) once embedded
 
 
+# Isotonic maps from the logit's top probability to P(right), fitted out-of-fold with the
+# default weights (bench/fit_router_defaults.py; see calibration.py).
+DEFAULT_CALIBRATION = Calibration.from_dict(load_defaults().get("calibration"))
+# The most confidence a tool decision gets when its kind of task needs content evidence and
+# the group shows none (see the module docstring): under the bench's "confident" 0.9.
+UNSUPPORTED_CAP = 0.75
+
+
 @dataclass
 class RouterState:
-    """What `route fit` learned: extra exemplars per label and the logit weights.
-    Stored in the library as the latest `router_fit` event."""
+    """What `route fit` learned: extra exemplars per label, the logit weights and the
+    calibration. Stored in the library as the latest `router_fit` event."""
 
     exemplars: dict[str, list[str]] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     threshold: float = DEFAULT_THRESHOLD
+    calibration: Calibration = DEFAULT_CALIBRATION
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "exemplars": self.exemplars,
             "weights": self.weights,
             "threshold": self.threshold,
+            "calibration": self.calibration.to_dict(),
         }
 
     @classmethod
@@ -223,7 +213,10 @@ class RouterState:
         weights = dict(DEFAULT_WEIGHTS)
         weights.update({k: float(v) for k, v in dict(data.get("weights", {})).items()})
         exemplars = {str(k): [str(t) for t in v] for k, v in data.get("exemplars", {}).items()}
-        return cls(exemplars, weights, float(data.get("threshold", DEFAULT_THRESHOLD)))
+        stored = data.get("calibration")
+        calibration = Calibration.from_dict(stored) if stored else DEFAULT_CALIBRATION
+        threshold = float(data.get("threshold", DEFAULT_THRESHOLD))
+        return cls(exemplars, weights, threshold, calibration)
 
 
 def task_names_tool(task: str | None, tool: str) -> bool:
@@ -244,12 +237,15 @@ def synth_kind(features: SampleFeatures) -> SynthKind:
     return "code_verifier"
 
 
+SYNTHESIZE = "synthesize"
+
+
 class EmbeddedBackend:
-    """Decides per sample from its features and prompt embedding (see module docstring).
+    """Decides per group from its evidence and prompt embedding (see module docstring).
 
     `embedder=None` runs the *rules* mode: the same model with every similarity at zero
-    (format, markers and task names only); the bench uses it as the baseline, and the router
-    falls back to it when the embedding model is not installed.
+    (format, content, markers and task names only); the bench uses it as the baseline, and
+    the router falls back to it when the embedding model is not installed.
     """
 
     def __init__(
@@ -261,6 +257,9 @@ class EmbeddedBackend:
         self.state = state or RouterState()
         self.embedder = embedder
         self.name: Backend = "embedded" if embedder is not None else "rules"
+        #: False: ignore content evidence (format, markers and embeddings only): the bench's
+        #: "markers" baseline, the router as it decided before it read content.
+        self.use_content = True
         self.candidates = [
             Candidate(
                 spec=s,
@@ -280,7 +279,7 @@ class EmbeddedBackend:
         ]
         self.all_markers = frozenset().union(*(c.markers for c in self.candidates))
         self.synth_texts = tuple(
-            embed_text(t) for t in (*SYNTH_EXEMPLARS, *self.state.exemplars.get("synthesize", ()))
+            embed_text(t) for t in (*SYNTH_EXEMPLARS, *self.state.exemplars.get(SYNTHESIZE, ()))
         )
         self._synth_vectors: Any = None
         if embedder is not None:
@@ -309,182 +308,165 @@ class EmbeddedBackend:
         if self._synth_vectors is not None:
             sim = float((self._synth_vectors @ vector).max())
             if sim > best:
-                best, owner = sim, "synthesize"
+                best, owner = sim, SYNTHESIZE
         return owner, best
 
     # -- the model --------------------------------------------------------------------------
 
-    def rows(
-        self,
-        features: SampleFeatures,
-        vector: Any,
-        task: str | None = None,
-        reference_markers: frozenset[str] = frozenset(),
-    ) -> tuple[list[Candidate], list[list[float]]]:
-        """Feature rows: one per compatible candidate, then the synthesize row (last)."""
-        seen = features.prompt_markers | features.completion_markers | reference_markers
-        cands: list[Candidate] = []
-        rows: list[list[float]] = []
+    def alternatives(
+        self, ev: GroupEvidence, vector: Any, task: str | None = None
+    ) -> dict[str, list[float]]:
+        """Feature rows by alternative: each candidate tool that can read the group's
+        reference, in library order, then "synthesize" (last)."""
+        alts: dict[str, list[float]] = {}
         best_sim = 0.0
         for c in self.candidates:
-            compat = can_grade(c.fmt, c.markers, features)
-            if compat <= 0.0:
-                continue
+            if c.fmt == "none" and ev.features.ref_format != "none":
+                continue  # a format check joins a graded reference as a companion, never alone
             sim = 0.0
             if vector is not None and c.vectors is not None:
                 sim = float((c.vectors @ vector).max())
+            row = tool_row(
+                c.fmt, c.markers, c.spec.domains, sim, task_names_tool(task, c.spec.name), ev
+            )
+            if row is None:
+                continue
             best_sim = max(best_sim, sim)
-            overlap = len(c.markers & seen) / len(c.markers) if c.markers else 0.0
-            row = [0.0] * len(FEATURES)
-            row[0] = sim
-            row[1] = math.log(compat)
-            row[2] = overlap
-            row[3] = 1.0 if task_names_tool(task, c.spec.name) else 0.0
-            row[4] = 1.0 if c.fmt == "none" and features.ref_format == "none" else 0.0
-            row[5] = 1.0 if c.fmt == features.ref_format and c.fmt != "none" else 0.0
-            cands.append(c)
-            rows.append(row)
-        synth = [0.0] * len(FEATURES)
-        synth[6] = 1.0
+            alts[c.spec.name] = row
+        synth_sim = 0.0
         if vector is not None and self._synth_vectors is not None:
-            synth[7] = float((self._synth_vectors @ vector).max())
-        synth[8] = 1.0 if features.dialogue else 0.0
-        synth[9] = 1.0 if features.empty_prompt else 0.0
-        synth[10] = 1.0 if features.non_latin > NON_LATIN_LIMIT else 0.0
-        synth[11] = 1.0 if features.ref_format == "none" else 0.0
-        synth[12] = 1.0 if features.ref_format == "free_text" else 0.0
-        synth[13] = best_sim
-        rows.append(synth)
-        return cands, rows
-
-    def probabilities(self, rows: list[list[float]]) -> list[float]:
-        w = [self.state.weights.get(name, 0.0) for name in FEATURES]
-        logits = [sum(a * b for a, b in zip(w, row, strict=True)) for row in rows]
-        top = max(logits)
-        exps = [math.exp(v - top) for v in logits]
-        total = sum(exps)
-        return [e / total for e in exps]
+            synth_sim = float((self._synth_vectors @ vector).max())
+        alts[SYNTHESIZE] = synth_row(ev, synth_sim, best_sim)
+        if not self.use_content:
+            for row in alts.values():
+                for name in CONTENT_FEATURES:
+                    row[INDEX[name]] = 0.0
+        return alts
 
     def decide(
-        self,
-        features: SampleFeatures,
-        vector: Any,
-        task: str | None = None,
-        reference_markers: frozenset[str] = frozenset(),
-        signature: str = "",
+        self, ev: GroupEvidence, vector: Any, task: str | None = None, signature: str = ""
     ) -> Decision:
-        """The decision for one sample (or one signature's representative)."""
-        cands, rows = self.rows(features, vector, task, reference_markers)
-        probs = self.probabilities(rows)
-        scores = {c.spec.name: round(p, 4) for c, p in zip(cands, probs, strict=False)}
-        scores["synthesize"] = round(probs[-1], 4)
-        kind = synth_kind(features)
+        """The decision for one group."""
+        return self.decide_alternatives(self.alternatives(ev, vector, task), ev, signature)
+
+    def decide_alternatives(
+        self, alts: Mapping[str, list[float]], ev: GroupEvidence, signature: str = ""
+    ) -> Decision:
+        """The decision from alternatives' rows (one group's, or a signature's pooled rows);
+        `ev` (a representative group) supplies the synthesize kind and reasons."""
+        f = ev.features
+        names = list(alts)
+        probs = probabilities(self.state.weights, [alts[n] for n in names])
+        scores = {n: round(p, 4) for n, p in zip(names, probs, strict=True)}
+        kind = synth_kind(f)
         backend = self.name
-        unreadable = features.empty_prompt or (
-            features.non_latin > NON_LATIN_LIMIT and "translate" not in features.prompt_markers
-        )
-        if unreadable and features.ref_format not in DECISIVE_FORMATS:
+        cands = {c.spec.name: c for c in self.candidates}
+        tools = [n for n in names if n != SYNTHESIZE]
+        if self.use_content:
+            crosslingual = ev.content.language.crosslingual >= 0.5
+        else:
+            crosslingual = "translate" in f.prompt_markers
+        unreadable = f.empty_prompt or (f.non_latin > NON_LATIN_LIMIT and not crosslingual)
+        if unreadable and f.ref_format not in DECISIVE_FORMATS:
             # Nothing (or nothing the English-only embedding can read) says what the task is.
-            why = _synth_reason(features, "-", 0.0)
+            why = _synth_reason(ev, "-", 0.0)
             return synthesize(kind, why, 1.0 - 1e-3, backend, signature=signature, scores=scores)
-        if not cands:
-            why = f"no library tool grades a {features.ref_format.replace('_', ' ')} reference"
+        if not tools:
+            why = _no_tool_reason(f)
             return synthesize(kind, why, 1.0 - 1e-3, backend, signature=signature, scores=scores)
-        best = max(range(len(cands)), key=lambda i: probs[i])
-        p_best = probs[best]
-        if probs[-1] >= p_best:
-            why = _synth_reason(features, cands[best].spec.name, p_best)
-            return synthesize(kind, why, probs[-1], backend, signature=signature, scores=scores)
-        if p_best < self.state.threshold:
-            why = (
-                f"best tool {cands[best].spec.name} has confidence {p_best:.2f} < threshold "
-                f"{self.state.threshold:.2f}"
-            )
-            return synthesize(kind, why, 1.0 - p_best, backend, signature=signature, scores=scores)
+        prob = dict(zip(names, probs, strict=True))
+        best = max(tools, key=lambda n: (prob[n], n))  # ties: by name, never by order
+        p_best, p_synth = prob[best], prob[SYNTHESIZE]
+        calibrate = self.state.calibration
+        if p_synth >= p_best:
+            why = _synth_reason(ev, best, p_best)
+            conf = calibrate(p_synth, SYNTHESIZE, f.ref_format)
+            return synthesize(kind, why, conf, backend, signature=signature, scores=scores)
         primary = cands[best]
-        tools = [ToolWeight(primary.spec.ref, 1.0)]
-        fmt_tool = self._format_companion(primary, cands, rows, features)
+        conf = self.tool_confidence(best, p_best, ev)
+        if conf < self.state.threshold:
+            why = (
+                f"best tool {best} has confidence {conf:.2f} < threshold "
+                f"{self.state.threshold:.2f}"
+                + ("" if supported(primary, ev) else f" ({_unsupported_reason(primary)})")
+                * self.use_content
+            )
+            deferred = self.state.calibration.deferral(conf)
+            return synthesize(kind, why, deferred, backend, signature=signature, scores=scores)
+        chosen = [ToolWeight(primary.spec.ref, 1.0)]
+        fmt_tool = self._format_companion(primary, f)
         if fmt_tool is not None:
-            tools = [
+            chosen = [
                 ToolWeight(primary.spec.ref, 1.0 - FORMAT_WEIGHT),
                 ToolWeight(fmt_tool.spec.ref, FORMAT_WEIGHT),
             ]
-        return Decision(
-            "tool",
-            p_best,
-            backend,
-            tuple(tools),
-            signature=signature,
-            scores=scores,
-        )
+        return Decision("tool", conf, backend, tuple(chosen), signature=signature, scores=scores)
 
-    @staticmethod
-    def _format_companion(
-        primary: Candidate,
-        cands: list[Candidate],
-        rows: list[list[float]],
-        features: SampleFeatures,
-    ) -> Candidate | None:
+    def tool_confidence(self, name: str, p_raw: float, ev: GroupEvidence) -> float:
+        """The calibrated probability that tool `name` is right, from the logit's `p_raw`,
+        capped when the group lacks the content evidence the tool needs."""
+        conf = self.state.calibration(p_raw, "tool", ev.features.ref_format)
+        c = next((c for c in self.candidates if c.spec.name == name), None)
+        if c is not None and self.use_content and not supported(c, ev):
+            conf = min(conf, UNSUPPORTED_CAP)
+        return conf
+
+    def _format_companion(self, primary: Candidate, f: SampleFeatures) -> Candidate | None:
         """A reference-free format tool whose every marker the prompt names, when the primary
         tool grades a reference (the prompt asked for a format *and* has an answer)."""
-        if primary.fmt == "none" or features.ref_format == "none":
+        if primary.fmt == "none" or f.ref_format == "none":
             return None
-        for c, row in zip(cands, rows, strict=False):
-            if c.fmt == "none" and c.markers and c.markers <= features.prompt_markers:
-                return c if row[2] >= 1.0 else None
+        for c in self.candidates:
+            if c.fmt == "none" and c.markers and can_grade(c.fmt, c.markers, f) > 0:
+                return c
         return None
 
 
-def _synth_reason(features: SampleFeatures, best_tool: str, p_best: float) -> str:
-    if features.empty_prompt:
+def supported(c: Candidate, ev: GroupEvidence) -> bool:
+    """Does the group show the content evidence the tool's kind of task needs? Translation
+    needs a passage in another language than the reference's; a choice tool needs the
+    reference to name one of the prompt's listed options. Other tools' evidence is the
+    reference format itself (a number, LaTeX, unit tests, a dataset entry)."""
+    if "translation" in c.spec.domains:
+        return ev.content.language.crosslingual >= 0.5
+    if c.fmt in ("choice", "choice_index"):
+        return ev.features.reference_is_option
+    return True
+
+
+def _unsupported_reason(c: Candidate) -> str:
+    if "translation" in c.spec.domains:
+        return "no passage in another language than the reference's"
+    return "the reference names none of the options the prompt lists"
+
+
+def _no_tool_reason(f: SampleFeatures) -> str:
+    if f.ref_format == "json":
+        return (
+            "the JSON reference is no reasoning-gym entry (no registered "
+            "metadata.source_dataset with a string answer) and no library tool reads it"
+        )
+    if f.ref_format == "choice_index":
+        return (
+            "the reference names a numbered option the prompt lists; the library's choice "
+            "tool reads option letters"
+        )
+    return f"no library tool grades a {f.ref_format.replace('_', ' ')} reference"
+
+
+def _synth_reason(ev: GroupEvidence, best_tool: str, p_best: float) -> str:
+    f = ev.features
+    if f.empty_prompt:
         return "empty prompt: nothing to tell which tool applies"
-    if features.dialogue:
+    if f.dialogue:
         return "multi-turn dialogue: needs a preference/reward model"
-    if features.non_latin > NON_LATIN_LIMIT:
+    if f.non_latin > NON_LATIN_LIMIT:
         return "prompt mostly outside the Latin script: the embedding cannot tell the task"
-    if features.ref_format == "none":
+    if f.ref_format == "none":
         return "no reference and no checkable format: needs a reward model"
-    return (
-        f"prompt unlike every library tool's exemplars (best {best_tool}, confidence {p_best:.2f})"
-    )
-
-
-def fit_weights(
-    rows_per_sample: Sequence[list[list[float]]],
-    labels: Sequence[int],
-    init: Mapping[str, float] | None = None,
-    l2: float = 0.05,
-    steps: int = 3000,
-    lr: float = 0.5,
-) -> dict[str, float]:
-    """Maximum-likelihood conditional-logit weights (full-batch gradient descent with
-    momentum), with an L2 penalty toward the starting weights so a small or one-sided
-    labeled set nudges the router instead of overturning it.
-
-    `rows_per_sample[i]` are sample i's alternatives' feature rows, `labels[i]` the index of
-    the right one. Returns the weights by feature name.
-    """
-    import numpy as np
-
-    w = np.array([float((init or DEFAULT_WEIGHTS).get(n, 0.0)) for n in FEATURES])
-    if not rows_per_sample:
-        return dict(zip(FEATURES, w.tolist(), strict=True))
-    n, k_max = len(rows_per_sample), max(len(r) for r in rows_per_sample)
-    x = np.zeros((n, k_max, len(FEATURES)))
-    mask = np.zeros((n, k_max), dtype=bool)
-    for i, rows in enumerate(rows_per_sample):
-        x[i, : len(rows)] = rows
-        mask[i, : len(rows)] = True
-    target = x[np.arange(n), np.asarray(labels)]
-    # The penalty pulls toward the starting weights, so a feature the data never shows
-    # (task names, empty prompts) keeps its value instead of decaying to zero.
-    w0 = w.copy()
-    velocity = np.zeros_like(w)
-    for _ in range(steps):
-        z = np.where(mask, x @ w, -np.inf)
-        p = np.exp(z - z.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        grad = np.einsum("nk,nkf->f", p, x) / n - target.mean(axis=0) + l2 * (w - w0)
-        velocity = 0.9 * velocity - lr * grad
-        w += velocity
-    return {name: round(float(v), 4) for name, v in zip(FEATURES, w, strict=True)}
+    if ev.content.language.same_language:
+        return (
+            "free-text reference in the prompt's own language: an answer to judge by "
+            f"meaning, not a translation (best {best_tool}, p={p_best:.2f})"
+        )
+    return f"prompt unlike every library tool's exemplars (best {best_tool}, p={p_best:.2f})"

@@ -4,9 +4,13 @@ and response features, and the *task signature* under which decisions are cached
 Pure Python, no heavy imports: everything here runs on every sample, so each check is a
 bounded regex or a prefix/suffix scan (texts are clipped first, see `MAX_FEATURE_CHARS`).
 
-Reference formats (`RefFormat`) follow the issue's list: `none`, `number`, `latex`,
-`choice` (a choice letter), `unit_tests`, `free_text`, plus `json_entry` (a reasoning-gym
-dataset entry, which carries its own scorer's metadata).
+Reference formats (`RefFormat`): `none`, `number`, `latex`, `choice` (an option letter, in
+the forms the choice tool reads), `choice_index` (a number or roman numeral among the
+options the prompt lists: no built-in tool reads it), `unit_tests`, `json_entry` (a
+reasoning-gym dataset entry its scorer can read), `json` (any other JSON: `{"answer":
+"Paris"}` is data, not a dataset entry) and `free_text`. `sample_format` reads the prompt
+too (an index is an index only among listed options); `reference_format` reads the
+reference alone.
 """
 
 from __future__ import annotations
@@ -18,16 +22,35 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from rewardsmith.router.content import (
+    Options,
+    label_in_options,
+    parse_options,
+    reference_label,
+    rg_entry_readable,
+)
 from rewardsmith.types import Sample, ToolSpec
 
-RefFormat = Literal["none", "number", "latex", "choice", "unit_tests", "json_entry", "free_text"]
+RefFormat = Literal[
+    "none",
+    "number",
+    "latex",
+    "choice",
+    "choice_index",
+    "unit_tests",
+    "json_entry",
+    "json",
+    "free_text",
+]
 REF_FORMATS: tuple[RefFormat, ...] = (
     "none",
     "number",
     "latex",
     "choice",
+    "choice_index",
     "unit_tests",
     "json_entry",
+    "json",
     "free_text",
 )
 
@@ -41,7 +64,11 @@ EMBED_TAIL_CHARS = 160
 _MATHY = re.compile(r"^[\s\d.,;:+\-*/^_=()\[\]{}<>|!%$\\a-zA-Z]*$")
 _NUMBER = re.compile(r"^\s*[-+]?\$?\s*(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\s*%?\s*\.?$")
 _GSM8K_FINAL = re.compile(r"####\s*([-+]?\$?[\d,]+(\.\d+)?)\s*$")
-_CHOICE = re.compile(r"^\s*\(?([A-J])\)?[.:]?\s*$")
+# The reference forms the choice tool reads (tools/choice.py): "B", "(b)", "B.", "B) text".
+_CHOICE = re.compile(
+    r"\s*[\(\[]?\s*[A-J]\s*[\)\]]?\s*[.:]?\s*|\s*(?:[\(\[]\s*[A-J]\s*[\)\]]|[A-J]\s*[\)\].:])\s.*",
+    re.IGNORECASE | re.DOTALL,
+)
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+|\^|_\{|\$")
 _UNIT_TESTS = re.compile(
     r"^\s*assert\b|def\s+check\s*\(|def\s+test_\w*\s*\(|import\s+unittest|\bassert\s+\w+\(",
@@ -49,7 +76,6 @@ _UNIT_TESTS = re.compile(
 )
 # JSON references that carry unit tests (HumanEval, MBPP, stdin/stdout cases).
 _TEST_KEYS = frozenset({"test", "test_list", "entry_point", "inputs", "outputs"})
-_OPTIONS = re.compile(r"(^|\s)\(?[A-D][).:]\s+\S", re.MULTILINE)
 _DIALOGUE = re.compile(r"(^|\n)\s*(Human|User|Assistant|AI)\s*:", re.IGNORECASE)
 _TAG = re.compile(r"</?([a-zA-Z_][\w-]{0,20})>")
 # Markers a tool's description can name and a prompt/completion can contain; a shared
@@ -82,23 +108,26 @@ def _clip(text: str) -> str:
 
 
 def reference_format(reference: str | None) -> RefFormat:
-    """Classify a reference: none, number, LaTeX, choice letter, unit tests, JSON entry,
-    free text. GSM8K's worked solutions (ending in `#### N`) count as numbers."""
+    """Classify a reference alone: none, number, LaTeX, choice letter, unit tests, a
+    reasoning-gym entry, other JSON, free text. GSM8K's worked solutions (ending in `#### N`)
+    count as numbers."""
     if reference is None or not reference.strip():
         return "none"
     ref = _clip(reference.strip())
-    if ref[0] == "{" and ref[-1] == "}":
+    if ref[0] in "{[" and ref[-1] in "}]":
         try:
             data = json.loads(reference)
         except ValueError:
             data = None
         if isinstance(data, Mapping) and _TEST_KEYS & set(data):
             return "unit_tests"
-        if isinstance(data, Mapping) and ("metadata" in data or "answer" in data):
-            return "json_entry"
+        if isinstance(data, Mapping):
+            return "json_entry" if rg_entry_readable(reference.strip()) else "json"
+        if isinstance(data, list) and not all(isinstance(x, int | float) for x in data):
+            return "json"
     if _UNIT_TESTS.search(ref):
         return "unit_tests"
-    if _CHOICE.match(ref):
+    if len(ref) <= 200 and _CHOICE.fullmatch(ref):
         return "choice"
     if _NUMBER.match(ref) or _GSM8K_FINAL.search(ref):
         return "number"
@@ -113,10 +142,28 @@ def _mostly_math(text: str) -> bool:
     return any(c.isdigit() for c in text) and len(words) <= 1
 
 
+def sample_format(reference: str | None, options: Options | None) -> RefFormat:
+    """The reference's format given the prompt's listed options: a number or roman numeral
+    that names one of the listed (non-letter) options is an option index, not a value."""
+    fmt = reference_format(reference)
+    if options is None or fmt not in ("number", "free_text", "choice"):
+        return fmt
+    label = reference_label(reference)
+    if label is None or not options.names_index(label):
+        return fmt
+    if fmt == "choice" and options.names_letter(label):
+        return fmt  # a letter of a lettered list stays a letter, whatever else is numbered
+    return "choice_index"
+
+
 _SPEC_FORMATS: tuple[tuple[str, RefFormat], ...] = (
     ("unit test", "unit_tests"),
     ("test", "unit_tests"),
-    ("json", "json_entry"),
+    ("reasoning-gym", "json_entry"),
+    ("reasoning_gym", "json_entry"),
+    ("dataset entry", "json_entry"),
+    ("json", "json"),
+    ("index", "choice_index"),
     ("choice", "choice"),
     ("letter", "choice"),
     ("latex", "latex"),
@@ -144,8 +191,10 @@ _COMPAT: dict[RefFormat, dict[RefFormat, float]] = {
     "latex": {"latex": 1.0, "number": 0.9},
     "number": {"number": 1.0},
     "choice": {"choice": 1.0},
+    "choice_index": {"choice_index": 1.0},
     "unit_tests": {"unit_tests": 1.0},
     "json_entry": {"json_entry": 1.0},
+    "json": {"json": 1.0, "json_entry": 0.5},
     "free_text": {"free_text": 1.0},
     "none": {f: (1.0 if f == "none" else 0.3) for f in REF_FORMATS},
 }
@@ -184,10 +233,12 @@ class SampleFeatures:
     chat: bool  # the prompt came as chat messages
     dialogue: bool  # a multi-turn conversation (chat messages or a Human:/Assistant: log)
     non_latin: float  # share of letters outside the Latin script (MiniLM reads English)
-    options: bool  # the prompt lists (A)/(B)/... options
+    options: bool  # the prompt lists options: (A)/(B)..., a)/b)..., 1./2./..., (i)/(ii)...
     prompt_markers: frozenset[str]
     completion_markers: frozenset[str]
     ref_words: int = 0
+    option_letters: bool = False  # the listed options are lettered (what the choice tool reads)
+    reference_is_option: bool = False  # the reference names one of the listed options
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -251,14 +302,20 @@ def sample_features(sample: Sample) -> SampleFeatures:
     text, chat, turns = prompt_parts(sample)
     clipped = _clip(text)
     dialogue = turns > 1 or len(_DIALOGUE.findall(clipped)) >= 2
+    options = parse_options(clipped)
+    label = reference_label(sample.reference)
     return SampleFeatures(
-        ref_format=reference_format(sample.reference),
+        ref_format=sample_format(sample.reference, options),
         text=embed_text(clipped),
         empty_prompt=not text.strip(),
         chat=chat,
         dialogue=dialogue,
         non_latin=non_latin_share(clipped),
-        options=len(_OPTIONS.findall(clipped)) >= 2,
+        options=options is not None,
+        option_letters=options is not None and options.letters,
+        reference_is_option=options is not None
+        and label is not None
+        and label_in_options(label, options),
         prompt_markers=markers(clipped),
         completion_markers=markers(sample.completion[-MAX_FEATURE_CHARS:]),
         ref_words=len((sample.reference or "")[:MAX_FEATURE_CHARS].split()),

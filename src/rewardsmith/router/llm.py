@@ -16,9 +16,10 @@ read the sample's reference format (a constrained decoder can still pick a wrong
 the format check keeps that from becoming a confident wrong tool). Every call's tokens are
 in the decision (`tokens`) and summed in `usage`.
 
-The LLM chooses; the embedded model calibrates: a tool decision's confidence is the
-embedded model's probability for the LLM's choice (a model's self-reported confidence is
-not calibrated), and under the threshold the decision is "synthesize".
+The LLM chooses; the embedded model calibrates: a decision's confidence (tool or
+synthesize) is the embedded model's calibrated probability for the LLM's choice (a model's
+self-reported confidence is not calibrated), and a tool under the threshold becomes
+"synthesize".
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from rewardsmith.errors import ConfigError, LLMError
@@ -33,7 +35,8 @@ from rewardsmith.library.store import Library
 from rewardsmith.llm.client import LLMClient, TokenUsage
 from rewardsmith.router.decision import SYNTH_KINDS, Decision, ToolWeight, synthesize
 from rewardsmith.router.embedded import EmbeddedBackend, synth_kind
-from rewardsmith.router.features import SampleFeatures, can_grade, markers
+from rewardsmith.router.evidence import GroupEvidence
+from rewardsmith.router.features import SampleFeatures, can_grade
 from rewardsmith.types import Sample
 
 log = logging.getLogger(__name__)
@@ -101,9 +104,13 @@ class LLMBackend:
 
     def compatible(self, f: SampleFeatures) -> list[str]:
         """Tools that can read this sample's reference format: the only ones offered. A
-        reference-free format check is offered only when there is no reference or the
-        prompt names all its markers (e.g. asks for <thinking>/<solution> tags)."""
-        return sorted(n for n, c in self.tools.items() if can_grade(c.fmt, c.markers, f) > 0)
+        reference-free format check is offered only when there is no reference (with one,
+        it joins the chosen tool as a companion when the prompt names all its tags)."""
+        return sorted(
+            n
+            for n, c in self.tools.items()
+            if can_grade(c.fmt, c.markers, f) > 0 and (c.fmt != "none" or f.ref_format == "none")
+        )
 
     def messages(self, sample: Sample, f: SampleFeatures) -> list[dict[str, str]]:
         """The chat messages for one sample (only the tools that can read its reference)."""
@@ -159,37 +166,38 @@ class LLMBackend:
         return result.text, tokens
 
     def decide(
-        self, sample: Sample, f: SampleFeatures, vector: Any, signature: str = ""
+        self, sample: Sample, ev: GroupEvidence, embedded: Decision, signature: str = ""
     ) -> Decision:
-        """The LLM's decision for one signature's representative sample, or the embedded
-        backend's when the LLM cannot give a usable one."""
+        """The LLM's decision for one signature's representative sample (`ev` its group's
+        evidence, `embedded` the embedded backend's decision, which calibrates the LLM's
+        choice and stands in when the LLM cannot give a usable one)."""
+        f = ev.features
+        embedded = replace(embedded, signature=signature)
         tools = self.compatible(f)
         if self.down or not tools:  # no tool reads this reference: nothing to ask
-            return self._fallback(sample, f, vector, signature, "")
+            return embedded
         try:
             text, tokens = self._ask(self.messages(sample, f), tools)
         except LLMError as exc:
             if "cannot reach" in str(exc):
                 self.down = True
             log.warning("router: LLM backend failed (%s); using the embedded backend", exc)
-            return self._fallback(sample, f, vector, signature, f"LLM failed: {exc}")
+            return _fallback(embedded, f"LLM failed: {exc}")
         try:
-            embedded = self._fallback(sample, f, vector, signature, "")
-            return self._parse(text, f, tokens, signature, embedded.scores)
+            return self._parse(text, ev, tokens, signature, embedded.scores)
         except ValueError as exc:
             log.warning("router: malformed LLM decision (%s); using the embedded backend", exc)
-            return self._fallback(
-                sample, f, vector, signature, f"malformed LLM answer: {exc}", tokens
-            )
+            return _fallback(embedded, f"malformed LLM answer: {exc}", tokens)
 
     def _parse(
         self,
         text: str,
-        f: SampleFeatures,
+        ev: GroupEvidence,
         tokens: dict[str, int],
         signature: str,
-        calibrated: Mapping[str, float],
+        raw: Mapping[str, float],
     ) -> Decision:
+        f = ev.features
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -208,10 +216,12 @@ class LLMBackend:
             kind = data.get("synthesize_kind")
             if kind not in SYNTH_KINDS:
                 kind = synth_kind(f)
+            # as for tools, the embedded model's calibrated probability, not the LLM's word
+            p_synth = float(raw.get("synthesize", 0.0))
             return synthesize(
                 kind,
                 reason or "the LLM found no fitting tool",
-                confidence,
+                self.fallback.state.calibration(p_synth, "synthesize", f.ref_format),
                 "llm",
                 signature=signature,
                 tokens=tokens,
@@ -224,14 +234,19 @@ class LLMBackend:
             raise ValueError(f"{name} cannot read a {f.ref_format.replace('_', ' ')} reference")
         # A model's own confidence is not calibrated (small ones say 0 or 1): the decision's
         # confidence is the embedded model's calibrated probability of the LLM's choice.
-        p = float(calibrated.get(str(name), 0.0))
+        p = self.fallback.tool_confidence(str(name), float(raw.get(str(name), 0.0)), ev)
         if p < self.fallback.state.threshold:
             why = (
                 f"LLM picked {name} (its confidence {confidence:.2f}) but the calibrated "
                 f"probability is {p:.2f} < threshold"
             )
             return synthesize(
-                synth_kind(f), why, 1.0 - p, "llm", signature=signature, tokens=tokens
+                synth_kind(f),
+                why,
+                self.fallback.state.calibration.deferral(p),
+                "llm",
+                signature=signature,
+                tokens=tokens,
             )
         return Decision(
             "tool",
@@ -243,32 +258,12 @@ class LLMBackend:
             tokens=tokens,
         )
 
-    def _fallback(
-        self,
-        sample: Sample,
-        f: SampleFeatures,
-        vector: Any,
-        signature: str,
-        why: str,
-        tokens: dict[str, int] | None = None,
-    ) -> Decision:
-        ref_markers = markers(sample.reference[-500:]) if sample.reference else frozenset()
-        d = self.fallback.decide(f, vector, sample.task, ref_markers, signature=signature)
-        if not why:
-            return d
-        note = f"fallback ({why[:120]})"
-        return Decision(
-            d.action,
-            d.confidence,
-            d.backend,
-            d.tools,
-            d.kind,
-            f"{d.why}; {note}" if d.why else note,
-            d.signature,
-            d.scores,
-            tokens or {},
-        )
-
     def close(self) -> None:
         if self.client is not None and self.usage.calls:
             log.info("router: LLM usage %s", self.usage.to_dict())
+
+
+def _fallback(d: Decision, why: str, tokens: dict[str, int] | None = None) -> Decision:
+    """The embedded decision, with why the LLM's was not used."""
+    note = f"fallback ({why[:120]})"
+    return replace(d, why=f"{d.why}; {note}" if d.why else note, tokens=tokens or {})

@@ -1,29 +1,45 @@
 """`Router.route(samples) -> list[Decision]`: pick library tool(s) per task signature, or
 ask for a new tool ("synthesize").
 
-A *task signature* is `task=NAME` plus the reference format when the sample has a `task`
-field; otherwise the prompt's embedding cluster plus the reference format and prompt flags.
-Clusters are the Voronoi cells of the library's exemplars (the nearest exemplar's owner,
-tool or "synthesize") split by similarity level, so they are stable across runs and a
-signature reads as `fmt=number|near=gsm8k|sim=0.6|markers=hashes`. One decision is made per
-signature and cached for the router's lifetime: a batch of thousands costs one embedding
-pass plus a dictionary lookup per sample.
+The unit of decision is a *prompt group*: the samples of a batch that share task, prompt
+and reference (GRPO's G completions of one prompt). A group's decision reads all its
+samples (evidence.py: what the completions say is averaged) and nothing else, so the same
+multiset of samples gives the same decisions in any order, and samples of one prompt are
+never graded by different tools.
+
+- Without a `task` field, each group is decided on its own content and embedding, and its
+  *signature* is the prompt's embedding cluster plus the reference format, prompt flags,
+  content evidence and the decision (`fmt=number|near=gsm8k|sim=0.6|markers=hashes|
+  to=gsm8k`): groups of one cluster that are decided differently get different signatures
+  (the signature is split), so a signature never stands for two decisions. Clusters are the
+  Voronoi cells of the library's exemplars (the nearest exemplar's owner) split by
+  similarity level, so signatures are stable across runs and readable.
+- With a `task` field, the signature is `task=NAME|fmt=FORMAT` and its decision pools *all*
+  the signature's groups in the batch (the mean of their feature rows, taken in key order).
+  When the groups' own decisions disagree (the top one covers less than `SPLIT_SHARE` of
+  them), the signature is split by decision: `task=NAME|fmt=FORMAT|split=LABEL`, each part
+  pooled on its own.
+
+Decisions are cached for the router's lifetime (per group, bounded; per task signature), so
+a prompt seen again costs a dictionary lookup, and what later completions say cannot move a
+decision already made.
 
 Every new signature's decision is an event in the library log (`route`, or
 `synthesize_request` for "synthesize"), with how many samples of the batch it covered;
 `close()` appends one `route_counts` event with the totals per signature.
 
 Backends: `embedded` (default, offline; see embedded.py) and `llm` (any OpenAI-compatible
-endpoint; see llm.py), which falls back to the embedded backend, with a warning, when the
-endpoint is unreachable or its answer is malformed.
+endpoint, asked once per signature; see llm.py), which falls back to the embedded backend,
+with a warning, when the endpoint is unreachable or its answer is malformed.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,12 +48,20 @@ from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.embedded import (
+    SYNTHESIZE,
     EmbeddedBackend,
     MiniLMEmbedder,
     RouterState,
-    fit_weights,
 )
-from rewardsmith.router.features import SampleFeatures, markers, sample_features
+from rewardsmith.router.evidence import (
+    ContentCache,
+    GroupEvidence,
+    group_evidence,
+    group_key,
+    mean_rows,
+)
+from rewardsmith.router.features import SampleFeatures, sample_features
+from rewardsmith.router.learning import learned_state
 from rewardsmith.types import Sample
 
 if TYPE_CHECKING:
@@ -49,16 +73,21 @@ log = logging.getLogger(__name__)
 BackendName = Literal["embedded", "llm", "rules"]
 BACKENDS: tuple[BackendName, ...] = ("embedded", "llm", "rules")
 FIT_EVENT = "router_fit"
-# Samples of one task signature whose embeddings are averaged for the decision.
-TASK_SAMPLE_SIZE = 8
+# A task signature is split by decision when its most common group decision covers less
+# than this share of its groups (a task field naming two kinds of task).
+SPLIT_SHARE = 0.8
 # Similarity levels that split an exemplar's cell into separate signatures: a prompt that
 # barely resembles its nearest exemplar must not inherit a close neighbour's decision.
 SIM_BUCKET = 0.1
-# Learned exemplars kept per label by `fit` (the newest win): the library stays small and
-# routing cost stays flat.
-MAX_LEARNED_EXEMPLARS = 200
 # Characters of a signature's first prompt kept in its library event.
 EVENT_EXAMPLE_CHARS = 80
+# Group decisions kept in memory (least recently used dropped).
+GROUP_CACHE_SIZE = 100_000
+# L2 pull toward the current weights in `fit`: a user's few labels nudge the router...
+FIT_L2 = 0.05
+# ... while the defaults are fitted on the bench's fit splits (~1,100 samples) with a weak
+# pull, so the data, not the hand-set start, decides.
+DEFAULTS_L2 = 0.002
 
 _SHARED_EMBEDDER: MiniLMEmbedder | None = None
 
@@ -83,8 +112,8 @@ class Router:
     """Routes samples to library tools; see the module docstring.
 
     `backend`: "embedded" (MiniLM, offline), "llm" (OpenAI-compatible endpoint from
-    `REWARDSMITH_LLM_*` or `llm_client`), or "rules" (format and markers only, no model).
-    `threshold` overrides the library's calibrated confidence threshold.
+    `REWARDSMITH_LLM_*` or `llm_client`), or "rules" (format, content and markers only, no
+    model). `threshold` overrides the library's confidence threshold.
     """
 
     def __init__(
@@ -112,10 +141,21 @@ class Router:
             from rewardsmith.router.llm import LLMBackend
 
             self.llm = LLMBackend(self.library, self.embedded, client=llm_client)
-        self._cache: dict[str, Decision] = {}
+        self._content = ContentCache()
+        self._groups: OrderedDict[str, Decision] = OrderedDict()  # group key -> decision
+        self._tasks: dict[str, Decision | None] = {}  # task signature -> pooled (None: split)
+        self._signatures: dict[str, Decision] = {}  # signature -> its logged decision
+        self._llm_decisions: dict[str, Decision] = {}  # signature -> the LLM's decision
         self.counts: Counter[str] = Counter()
         #: Seconds attributed to each sample of the last `route` call.
         self.last_seconds: list[float] = []
+
+    def clear_caches(self) -> None:
+        """Forget every decision and content analysis (the next batch starts cold)."""
+        self._content = ContentCache()
+        self._groups.clear()
+        self._tasks.clear()
+        self._llm_decisions.clear()
 
     def _embedded_backend(
         self, backend: BackendName, embedder: MiniLMEmbedder | None
@@ -134,90 +174,175 @@ class Router:
     # -- routing ---------------------------------------------------------------------------
 
     def route(self, samples: Iterable[Sample | Mapping[str, Any]]) -> list[Decision]:
-        """One decision per sample, in order (decided once per task signature)."""
+        """One decision per sample, in order (decided per prompt group; see the module
+        docstring)."""
         batch = as_samples(samples)
         start = time.perf_counter()
-        feats = [sample_features(s) for s in batch]
-        ref_markers = [_reference_markers(s) for s in batch]
-        seconds = [0.0] * len(batch)
-        # Samples with a task field need no embedding once their signature is cached.
-        sigs: list[str] = [""] * len(batch)
-        need_vec = [
-            i
-            for i, s in enumerate(batch)
-            if s.task is None or _task_sig(s, feats[i]) not in self._cache
-        ]
-        vectors: dict[int, Any] = {}
-        if need_vec and self.embedded.embedder is not None:
-            mat = self.embedded.embed([feats[i].text for i in need_vec])
-            vectors = {i: mat[k] for k, i in enumerate(need_vec)}
+        keys = [group_key(s) for s in batch]
         members: dict[str, list[int]] = {}
-        for i, s in enumerate(batch):
-            if s.task is not None:
-                sigs[i] = _task_sig(s, feats[i])
+        for i, key in enumerate(keys):
+            members.setdefault(key, []).append(i)
+        decided: dict[str, Decision] = {}
+        todo: list[str] = []
+        for key, idx in members.items():
+            lead = batch[idx[0]]
+            cached = self._groups.get(key)
+            if cached is None and lead.task is not None:
+                pooled = self._tasks.get(_task_sig(lead, sample_features(lead)))
+                cached = pooled  # a split task (None) decides per group
+            if cached is not None:
+                decided[key] = cached
             else:
-                sigs[i] = self._cluster_sig(feats[i], vectors.get(i), ref_markers[i])
-            members.setdefault(sigs[i], []).append(i)
+                todo.append(key)
+        todo.sort()  # everything below runs in key order, never input order
+        feats = {i: sample_features(batch[i]) for key in todo for i in members[key]}
+        vectors: dict[str, Any] = {}
+        if todo and self.embedded.embedder is not None:
+            mat = self.embedded.embed([feats[members[k][0]].text for k in todo])
+            vectors = {k: mat[n] for n, k in enumerate(todo)}
+        evidence = {
+            k: group_evidence(
+                [batch[i] for i in members[k]], [feats[i] for i in members[k]], self._content
+            )
+            for k in todo
+        }
         shared = (time.perf_counter() - start) / max(len(batch), 1)
-        for sig, idx in members.items():
+        seconds = [shared] * len(batch)
+        by_task: dict[str, list[str]] = {}
+        for key in todo:
+            lead = batch[members[key][0]]
+            if lead.task is None:
+                t0 = time.perf_counter()
+                decided[key] = self._decide_group(key, evidence[key], vectors.get(key), lead)
+                per = (time.perf_counter() - t0) / len(members[key])
+                for i in members[key]:
+                    seconds[i] += per
+            else:
+                by_task.setdefault(_task_sig(lead, evidence[key].features), []).append(key)
+        for sig, task_keys in sorted(by_task.items()):
             t0 = time.perf_counter()
-            decision = self._cache.get(sig)
-            if decision is None:
-                decision = self._decide(sig, [batch[i] for i in idx], idx, feats, vectors)
-                self._cache[sig] = decision
-                self._log_decision(decision, batch[idx[0]], len(idx))
-            self.counts[sig] += len(idx)
-            per = (time.perf_counter() - t0) / len(idx)
-            for i in idx:
-                seconds[i] = shared + per
+            decided.update(self._decide_task(sig, task_keys, evidence, vectors, batch, members))
+            per = (time.perf_counter() - t0) / sum(len(members[k]) for k in task_keys)
+            for k in task_keys:
+                for i in members[k]:
+                    seconds[i] += per
+        for key in todo:
+            self._remember(key, decided[key])
+        self._count_and_log(decided, members, batch)
         self.last_seconds = seconds
-        return [self._cache[sig] for sig in sigs]
+        return [decided[key] for key in keys]
+
+    def _decide_group(self, key: str, ev: GroupEvidence, vector: Any, lead: Sample) -> Decision:
+        """A group without a task field: its own decision, under its cluster signature."""
+        decision = self.embedded.decide(ev, vector, None)
+        sig = self._cluster_sig(ev, vector) + f"|to={decision.label}"
+        if self.llm is not None:  # asked once per signature, for its first group in key order
+            if sig not in self._llm_decisions:
+                self._llm_decisions[sig] = self.llm.decide(lead, ev, decision, signature=sig)
+            return self._llm_decisions[sig]
+        return replace(decision, signature=sig)
+
+    def _decide_task(
+        self,
+        sig: str,
+        keys: list[str],
+        evidence: Mapping[str, GroupEvidence],
+        vectors: Mapping[str, Any],
+        batch: Sequence[Sample],
+        members: Mapping[str, list[int]],
+    ) -> dict[str, Decision]:
+        """A task signature's groups: one pooled decision, or one per decision when the
+        groups disagree (the signature is split)."""
+        task = batch[members[keys[0]][0]].task
+        alts = {k: self.embedded.alternatives(evidence[k], vectors.get(k), task) for k in keys}
+        own = {k: self.embedded.decide_alternatives(alts[k], evidence[k]).label for k in keys}
+        label_counts = Counter(own.values())
+        n_top = max(label_counts.values())
+        if sig not in self._tasks and n_top >= SPLIT_SHARE * len(keys):
+            decision = self._pooled(sig, keys, alts, evidence, batch, members)
+            self._tasks[sig] = decision
+            return dict.fromkeys(keys, decision)
+        self._tasks[sig] = None  # split: later groups of this task are decided per group
+        out: dict[str, Decision] = {}
+        for label in sorted(label_counts):
+            part = [k for k in keys if own[k] == label]
+            sub = f"{sig}|split={label}"
+            known = self._signatures.get(sub)
+            decision = known or self._pooled(sub, part, alts, evidence, batch, members)
+            out.update(dict.fromkeys(part, decision))
+        return out
+
+    def _pooled(
+        self,
+        sig: str,
+        keys: list[str],
+        alts: Mapping[str, dict[str, list[float]]],
+        evidence: Mapping[str, GroupEvidence],
+        batch: Sequence[Sample],
+        members: Mapping[str, list[int]],
+    ) -> Decision:
+        """The decision from the mean feature rows of `keys` (alternatives every group has)."""
+        names = [n for n in alts[keys[0]] if all(n in alts[k] for k in keys)]
+        pooled = {n: mean_rows([alts[k][n] for k in keys]) for n in names}
+        lead = keys[0]
+        decision = self.embedded.decide_alternatives(pooled, evidence[lead], sig)
+        if self.llm is not None:
+            return self.llm.decide(batch[members[lead][0]], evidence[lead], decision, sig)
+        return decision
+
+    def _remember(self, key: str, decision: Decision) -> None:
+        self._groups[key] = decision
+        self._groups.move_to_end(key)
+        if len(self._groups) > GROUP_CACHE_SIZE:
+            self._groups.popitem(last=False)
+
+    def _count_and_log(
+        self, decided: Mapping[str, Decision], members: Mapping[str, list[int]], batch: list[Sample]
+    ) -> None:
+        """Count samples per signature; log each signature's first decision (key order)."""
+        per_sig: dict[str, list[str]] = {}
+        for key in sorted(decided):
+            per_sig.setdefault(decided[key].signature, []).append(key)
+        for sig, keys in sorted(per_sig.items()):
+            n = sum(len(members[k]) for k in keys)
+            self.counts[sig] += n
+            if sig not in self._signatures:
+                self._signatures[sig] = decided[keys[0]]
+                self._log_decision(decided[keys[0]], batch[members[keys[0]][0]], n)
 
     def decide_one(self, sample: Sample | Mapping[str, Any]) -> Decision:
         """A decision for one sample without signatures or cache (for tests and tools)."""
         (s,) = as_samples([sample])
-        f = sample_features(s)
+        ev = group_evidence([s], [sample_features(s)], self._content)
         vec = None
         if self.embedded.embedder is not None:
-            vec = self.embedded.embed([f.text])[0]
-        return self.embedded.decide(f, vec, s.task, _reference_markers(s), signature="-")
+            vec = self.embedded.embed([ev.features.text])[0]
+        return self.embedded.decide(ev, vec, s.task, signature="-")
 
-    def _cluster_sig(self, f: SampleFeatures, vector: Any, ref_markers: frozenset[str]) -> str:
+    def _cluster_sig(self, ev: GroupEvidence, vector: Any) -> str:
+        f = ev.features
         near, sim = self.embedded.nearest(vector)
-        seen = (f.prompt_markers | f.completion_markers | ref_markers) & self.embedded.all_markers
+        seen = ev.seen_markers & self.embedded.all_markers
         parts = [f"fmt={f.ref_format}", f"near={near}", f"sim={_bucket(sim)}"]
         if seen:
             parts.append("markers=" + "+".join(sorted(seen)))
+        lang = ev.content.language
         flags = [
             name
             for name, on in (
                 ("empty", f.empty_prompt),
                 ("dialogue", f.dialogue),
-                ("nonlatin", f.key[3]),
+                ("foreign", ev.content.foreign),
                 ("options", f.options),
+                ("option_ref", f.reference_is_option),
+                ("crosslingual", lang.crosslingual >= 0.5),
+                ("same_language", lang.same_language),
             )
             if on
         ]
         if flags:
             parts.append("flags=" + "+".join(flags))
         return "|".join(parts)
-
-    def _decide(
-        self,
-        sig: str,
-        samples: list[Sample],
-        idx: list[int],
-        feats: list[SampleFeatures],
-        vectors: Mapping[int, Any],
-    ) -> Decision:
-        lead = samples[0]
-        f = feats[idx[0]]
-        vec = vectors.get(idx[0])
-        if lead.task is not None and vectors:
-            vec = _mean_vector([vectors[i] for i in idx[:TASK_SAMPLE_SIZE] if i in vectors])
-        if self.llm is not None:
-            return self.llm.decide(lead, f, vec, signature=sig)
-        return self.embedded.decide(f, vec, lead.task, _reference_markers(lead), signature=sig)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -244,7 +369,7 @@ class Router:
                 counts=dict(self.counts),
                 backend=self.backend_name,
                 synthesize=sum(
-                    n for sig, n in self.counts.items() if self._cache[sig].action != "tool"
+                    n for sig, n in self.counts.items() if self._signatures[sig].action != "tool"
                 ),
                 llm_usage=self.llm.usage.to_dict() if self.llm is not None else None,
             )
@@ -263,19 +388,29 @@ class Router:
     # -- learning --------------------------------------------------------------------------
 
     def fit(
-        self, samples: Sequence[Sample | Mapping[str, Any]], labels: Sequence[str]
+        self,
+        samples: Sequence[Sample | Mapping[str, Any]],
+        labels: Sequence[str],
+        *,
+        l2: float = FIT_L2,
+        learn_exemplars: bool = True,
     ) -> dict[str, Any]:
         """Learn from labeled samples (label: a tool name or "synthesize").
 
-        Misrouted samples become exemplars of their label, and the logit weights are refitted
-        on all of them; the new state is stored in the library (a `router_fit` event: the log
-        stays append-only, the latest fit wins). Returns accuracy before and after.
+        The logit weights are refitted on all of them (an L2 pull of strength `l2` toward the
+        current weights: the default keeps a small or one-sided set from overturning the
+        router; the bench fits its defaults with `DEFAULTS_L2`);
+        with at least `MIN_CALIBRATION_SAMPLES`, the calibration is refitted on out-of-fold
+        predictions (`CALIBRATION_FOLDS` folds by sample content, so the result does not
+        depend on the order of the samples); misrouted samples become exemplars of their
+        label (unless `learn_exemplars` is False). The new state is stored in the library (a `router_fit` event: the log stays
+        append-only, the latest fit wins). Returns accuracy before and after.
         """
         batch = as_samples(samples)
         if len(batch) != len(labels):
             raise ConfigError(f"{len(batch)} samples but {len(labels)} labels")
         known = {c.spec.name for c in self.embedded.candidates} | set(self.library.names())
-        bad = sorted({lab for lab in labels if lab != "synthesize" and lab not in known})
+        bad = sorted({lab for lab in labels if lab != SYNTHESIZE and lab not in known})
         if bad:
             raise ConfigError(
                 f"unknown labels {bad}: a label is a tool in the library or 'synthesize'"
@@ -283,32 +418,18 @@ class Router:
         self.embedded.embed([sample_features(s).text for s in batch])  # one batched pass
         before = self._accuracy(batch, labels)
         specs = [r.spec for r in self.library.records()]
-        # The weights are fitted first, on similarities to the exemplars the router has now
-        # (a sample added as an exemplar would look perfectly similar to itself).
-        state = RouterState.from_dict(self.state.to_dict())
-        rows, targets = [], []
-        for s, lab in zip(batch, labels, strict=True):
-            f = sample_features(s)
-            vec = self.embedded.embed([f.text])[0] if self.embedded.embedder is not None else None
-            cands, r = self.embedded.rows(f, vec, s.task, _reference_markers(s))
-            names = [c.spec.name for c in cands]
-            if lab != "synthesize" and lab not in names:
-                continue  # the label's tool cannot read this reference: nothing to learn
-            rows.append(r)
-            targets.append(len(cands) if lab == "synthesize" else names.index(lab))
-        state.weights = fit_weights(rows, targets, init=state.weights)
-        # Then the samples the router got wrong join their label's exemplars.
-        for s, lab, ok in zip(batch, labels, before["correct"], strict=True):
-            text = sample_features(s).text
-            bucket = state.exemplars.setdefault(lab, [])
-            if not ok and text not in bucket:
-                bucket.append(text)
-        state.exemplars = {k: v for k, v in state.exemplars.items() if v}
-        for lab, texts in state.exemplars.items():
-            state.exemplars[lab] = texts[-MAX_LEARNED_EXEMPLARS:]
+        state = learned_state(
+            self.state,
+            batch,
+            labels,
+            self._alternatives,
+            before["correct"],
+            l2=l2,
+            learn_exemplars=learn_exemplars,
+        )
         self.state = state
         self.embedded = EmbeddedBackend(specs, state, self.embedded.embedder)
-        self._cache.clear()
+        self.clear_caches()
         after = self._accuracy(batch, labels)
         self.library.log_event(
             FIT_EVENT,
@@ -324,7 +445,15 @@ class Router:
             "accuracy_after": after["accuracy"],
             "learned_exemplars": {k: len(v) for k, v in state.exemplars.items()},
             "weights": state.weights,
+            "calibration": state.calibration.to_dict(),
         }
+
+    def _alternatives(self, sample: Sample) -> dict[str, list[float]]:
+        ev = group_evidence([sample], [sample_features(sample)], self._content)
+        vec = None
+        if self.embedded.embedder is not None:
+            vec = self.embedded.embed([ev.features.text])[0]
+        return self.embedded.alternatives(ev, vec, sample.task)
 
     def _accuracy(self, batch: list[Sample], labels: Sequence[str]) -> dict[str, Any]:
         correct = [self.decide_one(s).label == lab for s, lab in zip(batch, labels, strict=True)]
@@ -338,16 +467,3 @@ def _task_sig(sample: Sample, f: SampleFeatures) -> str:
 
 def _bucket(sim: float) -> str:
     return f"{int(max(sim, 0.0) / SIM_BUCKET) * SIM_BUCKET:.1f}"
-
-
-def _reference_markers(sample: Sample) -> frozenset[str]:
-    ref = sample.reference
-    return markers(ref[-500:]) if ref else frozenset()
-
-
-def _mean_vector(vectors: list[Any]) -> Any:
-    import numpy as np
-
-    mean = np.mean(np.stack(vectors), axis=0)
-    norm = float(np.linalg.norm(mean))
-    return mean / norm if norm > 0 else mean

@@ -9,34 +9,41 @@ What is covered
 ---------------
 Every run happens in a fresh process forked from a warm zygote (`worker.py`), never in the
 caller. The run gets: its own session and process group; rlimits on CPU time, address space,
-file size, open files, process count (threads included) and core dumps; a wall-clock
-deadline after which every process of the run is killed; an empty temporary working
-directory, removed afterwards; an environment with nothing of the caller's (`PATH`, `LANG`,
-`HOME` only); stdout/stderr captured through pipes and clipped. Where Linux allows it (root,
-or unprivileged user namespaces), the zygote also lives in new PID, network, mount and IPC
-namespaces: no network at all (a down loopback only, so not even 127.0.0.1 of the host),
-private tmpfs on /tmp, /var/tmp and /dev/shm wiped after each run, a /proc that shows only
-the sandbox, and every leftover process (daemons, fork bombs) killed after each run because
-the zygote is PID 1 of its namespace. As root, runs also drop to an unprivileged uid of
-their own with no_new_privs, so host files are protected by ordinary permissions and
-RLIMIT_NPROC is enforced. Whatever the kernel refuses is skipped; `Sandbox.isolation`
-reports what each zygote achieved. Every run returns an `ExecutionResult` (status `ok`,
-`failed`, `timeout`, `memory`, `killed` or `error`); nothing raises into the caller, and the
-caller waits at most the wall-clock limit plus a short grace period.
+file size, open files, process count (threads included) and core dumps; one memory and
+process budget for all of its processes (a cgroup per zygote, `budget.py`: v2, v1, or, where
+neither can be made, the rlimits alone with a logged warning); a deadline that does not count
+time spent waiting for a CPU, after which every process of the run is killed; an empty
+temporary working directory, removed afterwards; an environment with nothing of the caller's
+(`PATH`, `LANG`, `HOME` only); stdout/stderr captured through pipes and clipped. Where Linux
+allows it (root, or unprivileged user namespaces), the zygote also lives in new PID,
+network, mount and IPC namespaces: no network at all (a down loopback only), a minimal
+read-only root with nothing of the host but what Python needs (`rootfs.py`: pivot_root), a
+private /tmp, /var/tmp and /dev/shm wiped after each run, a /proc that shows only the
+sandbox, and every leftover process (daemons, fork bombs) killed after each run because the
+zygote is PID 1 of its namespace. As root, runs drop to an unprivileged uid of their own with
+no_new_privs; in a user namespace they give up every capability. The zygote is not dumpable.
+Whatever the kernel refuses is skipped; `Sandbox.isolation` reports what each zygote
+achieved. Every run returns an `ExecutionResult` (status `ok`, `failed`, `timeout`,
+`memory`, `killed` or `error`); nothing raises into the caller, and the caller waits at most
+the stretched deadline plus a short grace period.
+
+Test verdicts are not decided in the program's process: a test's calls into the program
+report their values as plain data (`plain.py`), and the caller, or a judge run that never
+held the program (`judge.py`), compares them; the expected side never enters the program's
+process (see `harness.py` and `rewardsmith.tools.code_verdict`).
 
 What is not covered
 -------------------
 Kernel exploits and privilege escalation bugs; side channels (timing, cache, Spectre);
-resource exhaustion the rlimits do not bound (kernel memory, disk bandwidth, CPU contention
-with the host); reading world-readable host files (the filesystem is not hidden, only
-/tmp-like directories are private); and, without namespaces (a non-root user on a kernel that
-forbids user namespaces), the network and private /tmp (leftover processes are still found
-and killed: the zygote is then a child subreaper). Python-level checks (the reward-code
-policy, the test harness) raise the bar but are not a boundary: code that introspects the
-interpreter can forge an in-process harness's records (see `harness.py`). For hostile workloads run rewardsmith itself inside a
-container with seccomp (Docker/Podman with `--network none --pids-limit --memory`), under
-gVisor (`runsc`) or in a microVM (Firecracker), or send code to a remote sandbox service
-(e.g. SandboxFusion).
+resources nothing here bounds (kernel memory beyond the cgroup's accounting, disk bandwidth,
+CPU contention with the host); tests that cannot be decomposed into calls and a check, which
+run in the program's process and whose verdict it can fake (counted by the `code` tool); and,
+without namespaces (a non-root user on a kernel that forbids user namespaces), the network,
+the minimal root and private /tmp, and without root or a delegated cgroup, the per-run
+budget. Python-level checks (the reward-code policy) raise the bar but are not a boundary.
+For hostile workloads run rewardsmith itself inside a container with seccomp
+(Docker/Podman with `--network none --pids-limit --memory`), under gVisor (`runsc`) or in a
+microVM (Firecracker), or send code to a remote sandbox service (e.g. SandboxFusion).
 
 The 4-stage admission check for generated reward functions is `check_reward_code`
 (`probe.py`, `policy.py`). `process.py` is the worker-process core that the zygote pool and

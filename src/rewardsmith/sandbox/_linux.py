@@ -1,8 +1,8 @@
 """Thin ctypes wrappers over the Linux calls the sandbox needs and Python 3.11 lacks.
 
-`unshare`, `mount` and `prctl` are called through libc; each returns False (or raises
-OSError) instead of crashing when the kernel or the user's privileges refuse, so the caller
-can fall back and report what it got. Nothing here runs untrusted code.
+`unshare`, `mount`, `pivot_root`, `prctl` and `capset` are called through libc; each raises
+OSError (or returns False) instead of crashing when the kernel or the user's privileges
+refuse, so the caller can fall back and report what it got. Nothing here runs untrusted code.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import platform
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -21,15 +22,29 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
 MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
 MS_BIND = 4096
 MS_REC = 16384
-MNT_DETACH = 2
 MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
+MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
 PR_SET_NAME = 15
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+# securebits: uid 0 gets no capabilities from execve or setuid, for good (locked).
+SECURE_NOROOT_ALL = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+_CAP_VERSION_3 = 0x20080522
+# pivot_root has no libc wrapper; its syscall number by architecture.
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217}
 
 _libc: ctypes.CDLL | None = None
 
@@ -81,6 +96,45 @@ def prctl(option: int, arg: int) -> None:
         ),
         "prctl",
     )
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """pivot_root(2); raises OSError when refused (or unknown on this architecture)."""
+    number = _SYS_PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(38, f"pivot_root: unknown syscall number on {platform.machine()}")
+    ret = libc().syscall(ctypes.c_long(number), new_root.encode(), put_old.encode())
+    _check(ret, "pivot_root")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability for good, keeping the uid: what uid 0 inside a user
+    namespace must do before running untrusted code (it would otherwise hold CAP_SYS_ADMIN
+    over the namespace's mounts). Securebits stop execve from giving them back."""
+    prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL)
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except OSError:
+        last = 63
+    for cap in range(last + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    libc().prctl(ctypes.c_int(PR_CAP_AMBIENT), ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc().capset(ctypes.byref(header), data), "capset")
 
 
 def try_unshare(flags: int) -> bool:

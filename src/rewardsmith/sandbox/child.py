@@ -1,21 +1,27 @@
 """A run's process: forked by the zygote in advance, confined, then handed one job.
 
-The zygote (`rewardsmith.sandbox.worker`) forks the next run's child while it is idle. The
-child does everything that does not depend on the job *before* the job exists: it enters
-its own session, moves its pipes into place, warms its pages, enters its empty working
-directory, sets the pool's rlimits and drops to the run's uid (as root). Then it waits for
-the job on the caller's own pipe, so a job goes from the caller straight to the process that
-runs it, and tells the zygote it has started (the zygote starts the wall-clock deadline and
-supervises). A job whose limits are lower than the prepared ones lowers them; a job that
-needs higher limits goes back to the zygote, which forks a child prepared for exactly those
-limits and passes the job on (the slow path of per-call limit overrides).
+The zygote (`rewardsmith.sandbox.worker`) forks the next run's child while it is idle, into
+the run cgroup (`budget.py`). The child does everything that does not depend on the job
+*before* the job exists: it enters its own session, moves its pipes into place, warms its
+pages, enters its empty working directory, sets the pool's rlimits, drops to the run's uid
+(as root) or gives up every capability (uid 0 of a user namespace), and offers itself first
+to the kernel's OOM killer should the run's memory budget run out. Then it waits for the job
+on the caller's own pipe, so a job goes from the caller straight to the process that runs
+it, and tells the zygote it has started (the zygote starts the deadline and supervises). A
+job whose limits are lower than the prepared ones lowers them; a job that needs higher
+limits (or, with a cgroup budget, any other memory or process budget) goes back to the
+zygote, which forks a child prepared for exactly those limits and passes the job on, as
+bytes, after the fork (the slow path of per-call limit overrides).
 
-Messages on the pipes are `rewardsmith.sandbox.process`'s framing: length-prefixed JSON
-(never pickle, so a compromised process cannot run code in the one reading it).
+What the job holds is the program's to read: the program, its setup, the calls to evaluate.
+Never an expected value: those stay with the caller, or go to a judge run of their own
+(`harness.py`, `judge.py`). Messages on the pipes are `rewardsmith.sandbox.process`'s
+framing: length-prefixed JSON, never pickle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -25,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardsmith.sandbox import _linux, harness
-from rewardsmith.sandbox.process import recv, send
+from rewardsmith.sandbox.process import encode, recv, send, write_all
 
 # The result pipe is moved to a random descriptor at or above this number.
 RESULT_FD_MIN = 200
@@ -37,15 +43,23 @@ READY_NAME = b"rs-ready"
 RUN_NAME = b"rs-run"
 # The limits that are rlimits (the rest, wall time and output sizes, the zygote enforces).
 RLIMIT_FIELDS = ("cpu_seconds", "memory_mb", "file_size_mb", "open_files", "processes")
+# The limits a cgroup budget holds for the whole zygote: a job must match them exactly.
+BUDGET_FIELDS = ("memory_mb", "processes")
+# The run's OOM score: if its memory budget runs out, the kernel kills it and what it
+# started before anything else of the zygote's.
+RUN_OOM_SCORE = 1000
 
 
-def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any]) -> bool:
-    """Whether a child prepared with `prepared` rlimits can run a job (it can only lower)."""
+def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any], budget: bool) -> bool:
+    """Whether a child prepared with `prepared` limits can take a job: rlimits can only be
+    lowered, and a cgroup budget (`budget`) only changes between runs."""
+    if budget and any(job_limits[name] != prepared[name] for name in BUDGET_FIELDS):
+        return False
     return all(job_limits[name] <= prepared[name] for name in RLIMIT_FIELDS)
 
 
-# A small program each pre-forked child compiles and runs while it waits for a job: it
-# touches the pages that compiling and running typical test code touch (copy-on-write
+# A small program each pre-forked child compiles and runs while it waits for a job:
+# it touches the pages that compiling and running typical test code touch (copy-on-write
 # faults, ~1 ms in a VM), so the run itself does not wait for them.
 _WARM_UP_SOURCE = """
 from typing import Dict, List
@@ -110,11 +124,14 @@ def run_child(
     workdir: str,
     uid: int | None,
     limits: Mapping[str, Any],
+    drop_caps: bool,
+    budget: bool,
 ) -> None:
     """The pre-forked child: prepare, wait for the job on `fds["job"]`, run it. Never returns.
 
     `fds`: `job` (where the job arrives), `ctrl` (messages to the zygote), `out`, `err`,
-    `res` (the program's stdout, stderr and the harness's result records).
+    `res` (the program's stdout, stderr and the harness's result records). `drop_caps`: give
+    up every capability (uid 0 of a user namespace); `budget`: a cgroup holds the budget.
     """
     try:
         _linux.set_process_name(READY_NAME)
@@ -129,6 +146,10 @@ def run_child(
         job_fd = os.dup2(fds["job"], result_fd + 2)
         os.closerange(3, result_fd)
         os.closerange(job_fd + 1, 65536)
+        with contextlib.suppress(OSError):
+            adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(adj, b"%d" % RUN_OOM_SCORE)
+            os.close(adj)
         exec(compile(_WARM_UP_SOURCE, "<warm-up>", "exec"), {"__name__": "warm_up"})
         os.chdir(workdir)
         base_vm = _vm_bytes()
@@ -137,6 +158,10 @@ def run_child(
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+        elif drop_caps:
+            _linux.drop_capabilities()
+        # Its own /proc/self (fd/, maps) readable, as for any process (the zygote is not).
+        _linux.prctl(_linux.PR_SET_DUMPABLE, 1)
         os.environ["HOME"] = workdir  # the rest was set once in the zygote
         sys.argv = ["sandbox"]
         send(ctrl_fd, {"ready": True})
@@ -147,8 +172,9 @@ def run_child(
             send(ctrl_fd, {"eof": True})
             os._exit(0)
         job_limits = job["limits"]
-        if not fits(job_limits, limits):
-            send(ctrl_fd, {"respawn": job})
+        if not fits(job_limits, limits, budget):
+            send(ctrl_fd, {"respawn": job_limits})
+            write_all(ctrl_fd, encode(job))
             os._exit(0)
         if any(job_limits[name] != limits[name] for name in RLIMIT_FIELDS):
             _set_rlimits(job_limits, base_vm)

@@ -1,24 +1,25 @@
 """What runs inside a sandboxed child process, after limits are set and privileges dropped.
 
-Three modes, chosen by the job the parent sent:
+Four modes, chosen by the job the parent sent:
 
 - `exec`: run a program as `__main__` (stdin/stdout cases, plain `Sandbox.run`);
-- `tests`: run a program, then trusted setup code, then each test the parent enumerated, one
-  at a time, recording pass/fail per test;
+- `tests`: run a program, then its trusted setup, then each test the parent enumerated, in
+  order. A *decomposed* test (`rewardsmith.tools.code_split`) is a list of expressions, the
+  calls into the program: their values are reported as plain data (`plain.py`), never
+  compared here. A test run *in process* (a loop, say) runs whole, its `==` on plain data,
+  and its pass or fail is reported;
+- `judge`: no program at all: a test's trusted checks, evaluated on the plain values a
+  program run reported (`judge.py`);
 - `reward`: load a generated reward function in a restricted namespace (safe builtins and an
   import allowlist) and call it on batches.
 
-Results travel on a private pipe, never on stdout: each record is one line
-`NONCE KIND INDEX TEXT`, where NONCE is a random token the parent made for this run; the
-last record, `NONCE exit CODE`, lets the zygote answer before the process is torn down. The
-harness binds every function it uses (`os.write`, `exec`, `json.dumps`...) and compiles all
-trusted code *before* untrusted code runs, so monkey-patching builtins or modules cannot
-change what it reports; the pipe sits on a random high descriptor. The parent accepts
-exactly one record per test it enumerated, in order, followed by `done`, so `sys.exit(0)`
-or `os._exit(0)` before the tests, a printed "all tests passed" or stray writes count as
-failures. What this does not stop: code that deliberately searches the interpreter's memory
-for the nonce (e.g. via `gc`) and writes forged records; `gc` and frame introspection are
-removed from the child to make that harder, and the docs say how to get stronger guarantees.
+Results travel on a private pipe, never on stdout, as lines `NONCE KIND INDEX TEXT`,
+written in one go at the end (one wake-up of the zygote, not one per test); the last one,
+`NONCE exit CODE`, lets the zygote answer before the process is torn down. In `tests` mode
+the records are the program's to write: the expected side of a decomposed test is not in
+this process (the caller compares, or a judge run), so a forged record can only claim what
+a function returned. Only a test run in process reports a verdict from here, and the reward
+counts those (`in_process`).
 """
 
 from __future__ import annotations
@@ -32,14 +33,22 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-# Reasons in records are clipped: a failure reason is for people, not an archive. Result
-# records (a batch's scores as JSON) are not: they must come back whole.
-RECORD_TEXT_CHARS = 300
+from rewardsmith.sandbox import plain
+
+# Reasons are for people, not an archive: one line, clipped. Result records (a batch's
+# scores, a test's values, as JSON) are not: they must come back whole.
+REASON_CHARS = 300
+# The records are written when this many bytes are waiting (a pipe holds 64 KiB), and at
+# the end.
+FLUSH_BYTES = 60_000
+# Tests rewritten by `rewardsmith.tools.code_split.guard_equality` call this instead of `==`.
+EQ_HELPER = "__rewardsmith_eq__"
 
 _write = os.write
 _close = os.close
 _exit = os._exit
 _exec = builtins.exec
+_eval = builtins.eval
 _compile = builtins.compile
 _dumps = json.dumps
 _isfinite = math.isfinite
@@ -57,30 +66,46 @@ _str = str
 _isinstance = isinstance
 
 
-def _reporter(fd: int, nonce: str) -> Callable[[str, Any, str], None]:
-    def report(kind: str, index: Any, text: str = "") -> None:
-        # A result record is JSON on one line, kept whole however long (a batch's scores);
-        # any other text is a reason for people, on one line and clipped.
-        clean = text if kind == "result" else " ".join(_str(text).split())[:RECORD_TEXT_CHARS]
-        data = f"{nonce} {kind} {index} {clean}\n".encode("utf-8", "replace")
-        try:  # noqa: SIM105 - no contextlib here: the program could have patched it
-            _write(fd, data)
-        except OSError:
-            pass
+class Records:
+    """The run's result records, written in one go at the end (or as the buffer fills)."""
 
-    return report
+    def __init__(self, fd: int, nonce: str) -> None:
+        self.fd, self.nonce = fd, nonce
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def __call__(self, kind: str, index: Any, text: str = "") -> None:
+        # JSON (a batch's scores, a test's values) is kept whole; other text is a reason.
+        if kind not in ("result", "values"):
+            text = " ".join(_str(text).split())[:REASON_CHARS]
+        line = f"{self.nonce} {kind} {index} {text}\n".encode("utf-8", "replace")
+        self.parts.append(line)
+        self.size += _len(line)
+        if self.size >= FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        data = memoryview(b"".join(self.parts))
+        self.parts, self.size = [], 0
+        while data:
+            try:
+                data = data[_write(self.fd, data) :]
+            except OSError:
+                return
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
+    """`Name: message` of an exception, on one line, clipped."""
     name = _type(exc).__name__
     try:
         text = _str(exc)
     except _BaseException:
         text = ""
-    return f"{name}: {text}" if text else name
+    line = f"{name}: {text}" if text else name
+    return " ".join(line.split())[:REASON_CHARS]
 
 
-def _flush() -> None:
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:  # noqa: SIM105 - no contextlib here: the program could have patched it
             stream.flush()
@@ -89,7 +114,8 @@ def _flush() -> None:
 
 
 def _harden() -> None:
-    """Take away the easy tools for finding the harness's secrets in memory."""
+    """Take away the easy tools for reading the interpreter's objects (they matter for tests
+    run in process, whose expected values are in this process)."""
     import gc
 
     for name in ("get_objects", "get_referrers", "get_referents"):
@@ -103,8 +129,8 @@ def _blocked(*args: Any, **kwargs: Any) -> Any:
 
 
 def run(job: Mapping[str, Any], fd: int) -> None:
-    """Run one job and exit the process; never returns."""
-    report = _reporter(fd, job["nonce"])
+    """Run one job, report on `fd`, exit; never returns."""
+    report = Records(fd, job["nonce"])
     code = 1
     try:
         mode = job["mode"]
@@ -114,25 +140,30 @@ def run(job: Mapping[str, Any], fd: int) -> None:
             code = _run_tests(job, report)
         elif mode == "reward":
             code = _run_reward(job, report)
+        elif mode == "judge":
+            from rewardsmith.sandbox.judge import run_judge
+
+            code = run_judge(job, report)
         else:
             report("error", 0, f"unknown mode {mode!r}")
     except _MemoryError:
         report("memory", 0, "MemoryError")
-    except _BaseException as exc:  # the harness itself must never print a traceback to parent
-        report("error", 0, _describe(exc))
-    _flush()
+    except _BaseException as exc:  # the harness itself must never print a traceback
+        report("error", 0, describe(exc))
+    _flush_streams()
     # Close stdout/stderr first, then say how we exit: the zygote can answer without waiting
     # for this process's teardown (it still kills and reaps it before the next job).
-    for fd in (1, 2):
+    for std in (1, 2):
         try:  # noqa: SIM105 - no contextlib here: the program could have patched it
-            _close(fd)
+            _close(std)
         except OSError:
             pass
     report("exit", code, "")
+    report.flush()
     _exit(code)
 
 
-def _run_exec(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) -> int:
+def _run_exec(job: Mapping[str, Any], report: Records) -> int:
     try:
         program = _compile(job["source"], "<sandbox>", "exec")
     except _BaseException as exc:
@@ -143,7 +174,7 @@ def _run_exec(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) -
     try:
         _exec(program, namespace)
     except _SystemExit as exc:
-        _flush()
+        _flush_streams()
         if exc.code is None:
             return 0
         if _isinstance(exc.code, _int):
@@ -160,13 +191,26 @@ def _run_exec(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) -
     return 0
 
 
-def _run_tests(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) -> int:
+def _compile_tests(tests: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Each test as ("holes", pre, [expressions]) or ("code", code), compiled."""
+    compiled: list[Any] = []
+    for i, test in enumerate(tests):
+        if "code" in test:
+            compiled.append(("code", _compile(test["code"], f"<test {i}>", "exec")))
+        else:
+            pre = _compile(test.get("pre") or "", f"<test {i} setup>", "exec")
+            holes = [_compile(h, f"<test {i}>", "eval") for h in test["holes"]]
+            compiled.append(("holes", pre, holes, _bool(test.get("truth"))))
+    return compiled
+
+
+def _run_tests(job: Mapping[str, Any], report: Records) -> int:
     # Everything trusted is compiled before any untrusted code runs.
     try:
         setup = _compile(job.get("setup") or "", "<test setup>", "exec")
-        tests = [_compile(t, f"<test {i}>", "exec") for i, t in enumerate(job["tests"])]
+        tests = _compile_tests(job["tests"])
     except SyntaxError as exc:
-        report("error", 0, f"test code does not compile: {_describe(exc)}")
+        report("error", 0, f"test code does not compile: {describe(exc)}")
         return 1
     entry = job.get("entry_point")
     # Not "__main__": a solution's `if __name__ == "__main__":` demo must not run (nor read
@@ -175,7 +219,7 @@ def _run_tests(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) 
     try:
         program = _compile(job["source"], "<completion>", "exec")
     except _BaseException as exc:
-        report("load", "fail", _describe(exc))
+        report("load", "fail", describe(exc))
         return 0
     _harden()
     try:
@@ -185,82 +229,77 @@ def _run_tests(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) 
             if entry not in namespace:
                 report("load", "fail", f"{entry} is not defined")
                 return 0
-            namespace["candidate"] = namespace[entry]
+            namespace[job.get("candidate") or "candidate"] = namespace[entry]
     except _MemoryError:
         report("memory", 0, "MemoryError")
         report("load", "fail", "MemoryError")
         return 0
     except _BaseException as exc:
-        report("load", "fail", _describe(exc))
+        report("load", "fail", describe(exc))
         return 0
     report("load", "ok", "")
     for i, test in enumerate(tests):
-        # Re-bound before every test: the program may have replaced it during the last one.
-        namespace[EQ_HELPER] = _strict_eq
+        if test[0] == "holes":
+            values = _evaluate(test[1], test[2], test[3], namespace, report)
+            report("values", i, _dumps(values))
+            continue
+        namespace[EQ_HELPER] = plain_eq  # re-bound: the last test may have replaced it
         try:
-            _exec(test, namespace)
+            _exec(test[1], namespace)
         except _MemoryError:
             report("memory", i, "MemoryError")
             report("test", i, "fail MemoryError")
         except _BaseException as exc:
-            report("test", i, "fail " + _describe(exc))
+            report("test", i, "fail " + describe(exc))
         else:
             report("test", i, "pass")
     report("done", _len(tests), "")
     return 0
 
 
-# Tests rewritten by `rewardsmith.tools.code` call this instead of `==` (see `_strict_eq`).
-EQ_HELPER = "__rewardsmith_eq__"
-# How many nested elements `_strict_eq` inspects before it trusts the rest.
-EQ_CHECK_ITEMS = 10_000
-_FunctionType = type(_reporter)
-_CONTAINERS = (list, tuple, set, frozenset)
+def _evaluate(
+    pre: Any, holes: list[Any], truth: bool, namespace: dict[str, Any], report: Records
+) -> list[Any]:
+    """Run a test's setup, then its holes in order, as Python would: the first exception
+    stops it (the assertion would never have been checked). `truth`: only the truth of the
+    one hole matters (`assert check(x)`), so its truth is what is sent."""
+    values: list[Any] = []
+    try:
+        _exec(pre, namespace)
+        for hole in holes:
+            value = _eval(hole, namespace)
+            if truth:
+                value = _bool(value)
+            try:
+                values.append({"value": plain.encode(value)})
+            except plain.NotPlain as exc:
+                values.append({"not_plain": _str(exc)[:REASON_CHARS]})
+                break
+    except _MemoryError:
+        report("memory", 0, "MemoryError")
+        values.append({"raised": "MemoryError"})
+    except _BaseException as exc:
+        values.append({"raised": describe(exc)})
+    return values
 
 
-def _strict_eq(left: Any, right: Any) -> bool:
-    """`left == right`, refusing operands whose class has an `__eq__`/`__ne__` the program
-    wrote (also inside lists, tuples, sets and dicts).
-
-    Defeats the "AlwaysEqual" hack (return an object that equals everything). Built-in and
-    library types (int, Counter...) compare as usual.
-    """
-    budget = [EQ_CHECK_ITEMS]
-    _check_plain(left, budget)
-    _check_plain(right, budget)
-    return _bool(left == right)
+def plain_eq(left: Any, right: Any) -> bool:
+    """`left == right` for tests run in process: both sides as plain data, so an `__eq__`
+    the program wrote is never called; anything that is not plain data fails the test."""
+    try:
+        return _bool(plain.decode(plain.encode(left)) == plain.decode(plain.encode(right)))
+    except plain.NotPlain as exc:
+        raise AssertionError(f"cannot compare {exc}") from None
 
 
-def _check_plain(value: Any, budget: list[int]) -> None:
-    stack = [value]
-    while stack and budget[0] > 0:
-        budget[0] -= 1
-        item = stack.pop()
-        cls = _type(item)
-        for name in ("__eq__", "__ne__"):
-            method = getattr(cls, name, None)
-            filename = getattr(getattr(method, "__code__", None), "co_filename", "")
-            # Library classes (Counter, OrderedDict...) are compiled from files; code the
-            # program wrote, directly or through exec/eval, comes from "<...>" sources.
-            if _isinstance(method, _FunctionType) and filename.startswith("<"):
-                raise AssertionError(
-                    f"comparison with {cls.__name__}, whose {name} the program defines"
-                )
-        if _isinstance(item, _CONTAINERS):
-            stack.extend(item)
-        elif _isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-
-
-def _run_reward(job: Mapping[str, Any], report: Callable[[str, Any, str], None]) -> int:
+def _run_reward(job: Mapping[str, Any], report: Records) -> int:
     from rewardsmith.sandbox.policy import restricted_globals
 
     namespace = restricted_globals()
     try:
         program = _compile(job["source"], "<reward>", "exec")
     except _BaseException as exc:
-        report("load", "fail", _describe(exc))
+        report("load", "fail", describe(exc))
         return 0
     batches: Sequence[Mapping[str, Any]] = job["batches"]
     _harden()
@@ -274,21 +313,22 @@ def _run_reward(job: Mapping[str, Any], report: Callable[[str, Any, str], None])
     except _MemoryError:
         raise  # `run` reports it: a memory limit is the sandbox's verdict, not the namespace's
     except _BaseException as exc:
-        report("load", "fail", _describe(exc))
+        report("load", "fail", describe(exc))
         return 0
     report("load", "ok", "")
     for i, batch in enumerate(batches):
         kwargs = {k: _list(v) for k, v in batch.items() if accepted is None or k in accepted}
         try:
-            value = fn(**kwargs)
-            report("result", i, _dumps(_as_floats(value)))
+            report("result", i, _dumps(_as_floats(fn(**kwargs))))
+        except _MemoryError:
+            raise
         except _BaseException as exc:
-            report("result", i, _dumps({"error": _describe(exc)[:RECORD_TEXT_CHARS]}))
+            report("result", i, _dumps({"error": describe(exc)}))
     report("done", _len(batches), "")
     return 0
 
 
-def _accepted_arguments(fn: Any) -> set[str] | None:
+def _accepted_arguments(fn: Callable[..., Any]) -> set[str] | None:
     """Parameter names `fn` takes, or None when it takes **kwargs (then it gets all)."""
     code = fn.__code__
     flags = code.co_flags
@@ -302,11 +342,11 @@ def _as_floats(value: Any) -> Any:
     """The reward list as plain floats, or an error object naming what was wrong."""
     if _type(value) not in (_list, _tuple):
         return {"error": f"reward returned {_type(value).__name__}, expected a list of floats"}
-    out = []
+    result = []
     for x in value:
         # Exact types only: a user class with a lying __float__ must not pass as a number.
         if _type(x) not in (_float, _int, _bool):
             return {"error": f"reward returned an element of type {_type(x).__name__}"}
         f = _float(x)
-        out.append(f if _isfinite(f) else repr(f))
-    return out
+        result.append(f if _isfinite(f) else repr(f))
+    return result

@@ -1,10 +1,10 @@
 """What a run left behind, turned into the zygote's reply: captured output and a status.
 
-`Capture` reads one of a run's pipes (stdout, stderr, the harness's result records) without
+`Capture` reads one of a run's pipes (stdout, stderr, the judge's result records) without
 blocking and keeps at most a limit; `reply` names the outcome (`ok`, `failed`, `timeout`,
 `memory`, `killed`, or `error` when the result records overflowed `channel_bytes`: output
-is clipped and says so, records are never cut silently) from the wait status, the deadline
-and the CPU used, with a reason a person can read.
+is clipped and says so, records are never cut silently) from the wait status, the deadline,
+the CPU used and the memory budget's OOM kills, with a reason a person can read.
 """
 
 from __future__ import annotations
@@ -64,8 +64,15 @@ def reply(
     duration: float,
     captures: dict[str, Capture],
     limits: dict[str, Any],
+    oom: bool = False,
+    budget_kind: str = "rlimit",
+    stretched: float | None = None,
 ) -> dict[str, Any]:
-    """The reply for a finished run: its status and reason from how it ended, its output."""
+    """The reply for a finished run: its status and reason from how it ended, its output.
+
+    `oom`: the kernel killed a process of the run for its memory budget (`budget_kind`
+    says which: a cgroup for the whole run, or rlimits per process); `stretched`: the
+    deadline the run got, when waiting for a CPU moved it past `wall_seconds`."""
     channel = captures["res"].text()
     stderr = captures["err"].text()
     exit_code: int | None = None
@@ -82,8 +89,13 @@ def reply(
             f"the run's result records exceeded the channel limit of {limits['channel_bytes']} "
             "bytes (SandboxLimits.channel_bytes): raise it or send smaller batches"
         )
+    elif oom:
+        state = "memory"
+        reason = f"memory limit of {limits['memory_mb']} MB for the whole run ({budget_kind})"
     elif timed_out:
         state, reason = "timeout", f"wall-clock limit of {limits['wall_seconds']} s"
+        if stretched is not None:
+            reason += f" (stretched to {stretched:.1f} s while its processes waited for a CPU)"
     elif sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= cpu_limit):
         state, reason = "timeout", f"CPU time limit of {cpu_limit} s"
     elif memory:

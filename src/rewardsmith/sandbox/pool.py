@@ -14,6 +14,7 @@ Nothing raises into the caller: every failure is an `ExecutionResult` with a sta
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import secrets
@@ -25,7 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from rewardsmith.sandbox import budget
 from rewardsmith.sandbox.process import WorkerLost, WorkerProcess
+
+logger = logging.getLogger(__name__)
 
 ExecStatus = Literal["ok", "failed", "timeout", "memory", "killed", "error"]
 EXEC_STATUSES: tuple[ExecStatus, ...] = ("ok", "failed", "timeout", "memory", "killed", "error")
@@ -59,8 +63,14 @@ class SandboxLimits:
     """Limits of one run; every field is one the zygote enforces.
 
     - `wall_seconds`: wall-clock time, after which every process of the run is killed;
-    - `cpu_seconds`, `memory_mb` (address space on top of the warm interpreter's),
-      `file_size_mb`, `open_files`, `processes` (threads count too): rlimits;
+    - `wall_stretch`: while the run's processes wait for a CPU (a loaded machine), its
+      deadline moves later, up to `wall_seconds * wall_stretch`: grading does not depend on
+      how busy the machine is (a program that sleeps still ends at `wall_seconds`);
+    - `cpu_seconds`, `file_size_mb`, `open_files`: rlimits of each process;
+    - `memory_mb`, `processes` (threads count too): one budget for all of the run's
+      processes together (a cgroup; `Sandbox.isolation["budget"]` says which kind), and
+      rlimits of each process (address space on top of the warm interpreter's, process
+      count), which are all there is where no cgroup can be made;
     - `output_bytes`: what is kept of stdout and of stderr each (`truncated` says so);
     - `channel_bytes`: room for the harness's result records (`harness.py`). Nothing is
       ever cut silently: a run whose records overflow it ends with status `error` and a
@@ -72,6 +82,7 @@ class SandboxLimits:
     """
 
     wall_seconds: float = 10.0
+    wall_stretch: float = 6.0
     cpu_seconds: float = 10.0
     memory_mb: int = 512
     file_size_mb: int = 16
@@ -120,6 +131,12 @@ def _reply_bytes(limits: SandboxLimits) -> int:
     return REPLY_ESCAPE_FACTOR * captured + REPLY_OVERHEAD_BYTES
 
 
+def _reply_seconds(limits: SandboxLimits) -> float:
+    """How long the caller waits for a zygote's reply: the latest deadline the zygote may
+    give the run, and a grace period for the kill, the reaping and the reply."""
+    return limits.wall_seconds * max(1.0, limits.wall_stretch) + REPLY_GRACE_SECONDS
+
+
 def _error(reason: str, duration: float = 0.0) -> ExecutionResult:
     return ExecutionResult(status="error", reason=reason, duration=duration)
 
@@ -128,13 +145,18 @@ class _Worker:
     """One zygote: its process, what isolation it achieved, where its run folders are."""
 
     def __init__(
-        self, limits: SandboxLimits, preload: Sequence[str], namespaces: bool = True
+        self,
+        limits: SandboxLimits,
+        preload: Sequence[str],
+        namespaces: bool = True,
+        read_only_paths: Sequence[str] = (),
     ) -> None:
         config = {
             "parent_pid": os.getpid(),
-            "limits": asdict(limits),  # the pool's: prepared children and the tmpfs size
+            "limits": asdict(limits),  # the pool's: prepared runs, the budget, the tmpfs size
             "preload": list(preload),
             "namespaces": namespaces,
+            "read_only_paths": list(read_only_paths),
         }
         self.process = WorkerProcess(
             "rewardsmith.sandbox.worker",
@@ -145,6 +167,7 @@ class _Worker:
             new_session=True,
         )
         self.host_tmp_root: str | None = None
+        self.cgroups: list[str] = []
         try:
             hello = self.process.receive(time.monotonic() + STARTUP_TIMEOUT_SECONDS)
         except (WorkerLost, TimeoutError):
@@ -153,6 +176,10 @@ class _Worker:
             self.kill()
             raise RuntimeError("sandbox worker did not start")
         self.isolation: dict[str, Any] = hello["isolation"]
+        # The zygote removes its cgroups when it exits; if it is killed, `kill` does.
+        self.cgroups = [
+            p for p in self.isolation.get("budget", {}).get("paths", []) if isinstance(p, str)
+        ]
         # Outside a private /tmp the zygote's run folders are on the host: removed by `kill`
         # if the zygote cannot remove them itself.
         tmp_root = str(hello.get("tmp_root", ""))
@@ -191,8 +218,10 @@ class _Worker:
         """Kill the zygote (after `grace` seconds to exit by itself); its PID namespace, and
         every process in it, goes with it."""
         self.process.kill(grace)
-        if self.host_tmp_root is not None and self.process.started_here:
-            shutil.rmtree(self.host_tmp_root, ignore_errors=True)
+        if self.process.started_here:
+            if self.host_tmp_root is not None:
+                shutil.rmtree(self.host_tmp_root, ignore_errors=True)
+            budget.remove_paths(self.cgroups)
 
 
 @dataclass
@@ -206,9 +235,12 @@ class Sandbox:
     """A pool of `workers` warm zygotes that run untrusted Python with limits.
 
     `preload` names extra modules each zygote imports up front (e.g. `("numpy",)`).
-    `namespaces=False` skips the PID/network/mount namespaces (the fallback of platforms that
-    refuse them; also how the tests exercise that fallback). Use as a context manager or call
-    `close()`; zygotes also exit when the caller's process dies.
+    `read_only_paths` are host paths (absolute, existing) the runs may read, bound read-only
+    into their minimal root at the same place (data a verifier needs); nothing else of the
+    host but what Python needs is visible. `namespaces=False` skips the namespaces and the
+    minimal root (the fallback of platforms that refuse them; also how the tests exercise
+    that fallback). Use as a context manager or call `close()`; zygotes also exit when the
+    caller's process dies.
     """
 
     def __init__(
@@ -217,9 +249,14 @@ class Sandbox:
         limits: SandboxLimits | None = None,
         preload: Sequence[str] = (),
         namespaces: bool = True,
+        read_only_paths: Sequence[str] = (),
     ) -> None:
         if workers < 1:
             raise ValueError("a sandbox needs at least one worker")
+        for path in read_only_paths:
+            if not os.path.isabs(path) or not os.path.exists(path):
+                raise ValueError(f"read_only_paths: {path!r} is not an existing absolute path")
+        self.read_only_paths = tuple(os.path.realpath(p) for p in read_only_paths)
         self.workers = workers
         self.limits = limits or SandboxLimits()
         self.preload = tuple(preload)
@@ -327,9 +364,7 @@ class Sandbox:
         worker = self._acquire()
         start = time.monotonic()
         try:
-            reply = worker.request(
-                payload, limits.wall_seconds + REPLY_GRACE_SECONDS, _reply_bytes(limits)
-            )
+            reply = worker.request(payload, _reply_seconds(limits), _reply_bytes(limits))
         except BaseException:
             self._discard(worker)  # a slot is never lost, so the pool cannot deadlock
             raise
@@ -373,7 +408,7 @@ class Sandbox:
             with self._lock:
                 self.stats.restarts += 1
         try:
-            worker = _Worker(self.limits, self.preload, self.namespaces)
+            worker = _Worker(self.limits, self.preload, self.namespaces, self.read_only_paths)
         except BaseException:
             self._idle.put(None)  # keep the slot, so the pool never shrinks to a deadlock
             raise
@@ -381,6 +416,9 @@ class Sandbox:
             self._all.append(worker)
             if self._isolation is None:
                 self._isolation = dict(worker.isolation)
+                warning = self._isolation.get("budget", {}).get("warning")
+                if warning:
+                    logger.warning("sandbox: %s", warning)
         return worker
 
     def _after_fork(self) -> None:

@@ -25,7 +25,7 @@ import math
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rewardsmith.sandbox.policy import static_check
 from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits, default_sandbox
@@ -118,33 +118,46 @@ def declared_bounds(source: str) -> tuple[float, float] | None:
     return None
 
 
-def parse_reward_records(result: ExecutionResult, nonce: str, calls: int) -> Any:
-    """The harness's `reward`-mode records: `("load", reason)` on a load failure, a list of
-    per-call values (a list of floats, or `{"error": ...}`) on success, or `None` when the
-    channel is incomplete or was tampered with."""
+class ChannelFailure(NamedTuple):
+    """Why a `reward` run's records hold no results: the code failed to `load` (stage 3 of
+    the check), or the channel says something else went wrong (`reason`)."""
+
+    load: bool
+    reason: str
+
+
+def parse_reward_records(
+    result: ExecutionResult, nonce: str, calls: int
+) -> list[Any] | ChannelFailure:
+    """The judge's `reward`-mode records: one value per call (a list of floats, or
+    `{"error": ...}`), or a `ChannelFailure` saying what went wrong instead."""
     results: list[Any] = []
     loaded = False
     for line in result.channel.splitlines():
         parts = line.split(" ", 3)
         if len(parts) < 3 or parts[0] != nonce:
-            return None
+            return ChannelFailure(False, "a result record without the run's nonce")
         kind, index, text = parts[1], parts[2], parts[3] if len(parts) > 3 else ""
         if kind in ("memory", "exit"):
             continue
+        if kind == "error":
+            return ChannelFailure(False, f"the harness reported: {text}")
         if kind == "load":
             if index != "ok":
-                return ("load", text)
+                return ChannelFailure(True, text or "the code did not load")
             loaded = True
         elif kind == "result" and loaded and index == str(len(results)):
             try:
                 results.append(json.loads(text))
             except ValueError:
-                return None
+                return ChannelFailure(False, f"result record {index} is not JSON")
         elif kind == "done" and loaded and index == str(calls) and len(results) == calls:
             return results
         else:
-            return None
-    return None
+            return ChannelFailure(False, f"a {kind} record out of order")
+    if not loaded:
+        return ChannelFailure(False, "the run ended before the code was loaded")
+    return ChannelFailure(False, f"the run ended after {len(results)} of {calls} batches")
 
 
 def reward_job(source: str, batches: Sequence[Mapping[str, Sequence[Any]]]) -> dict[str, Any]:
@@ -190,14 +203,13 @@ def check_reward_code(
     job = reward_job(source, [batch, batch])
     result = (sandbox or default_sandbox()).run_job(job, limits or PROBE_LIMITS)
     records = parse_reward_records(result, job["nonce"], 2)
-    if result.status != "ok" or records is None:
-        detail = result.reason or "the program ended before reporting"
-        if result.status == "ok":
-            detail = "the program ended early or tampered with its result channel"
-        return rejected(_stage(2, False, f"{result.status}: {detail}"))
+    if result.status != "ok":
+        return rejected(_stage(2, False, f"{result.status}: {result.reason}"))
+    if isinstance(records, ChannelFailure) and not records.load:
+        return rejected(_stage(2, False, f"ok: {records.reason}"))
     stages.append(_stage(2, True))
-    if isinstance(records, tuple):
-        return rejected(_stage(3, False, records[1]))
+    if isinstance(records, ChannelFailure):
+        return rejected(_stage(3, False, records.reason))
     stages.append(_stage(3, True))
 
     first, second = records

@@ -72,7 +72,8 @@ def encode(message: Any) -> bytes:
     return len(data).to_bytes(HEADER_BYTES, "big") + data
 
 
-def _decode(body: bytes) -> Any:
+def decode_body(body: bytes) -> Any:
+    """The message in one frame's body; raises `FrameError` when it is not JSON."""
     try:
         return json.loads(body)
     except ValueError as exc:
@@ -101,7 +102,24 @@ def recv(fd: int, max_bytes: int | None = None) -> Any:
     if max_bytes is not None and size > max_bytes:
         raise FrameError(f"a message of {size} bytes, more than the {max_bytes} accepted")
     body = _read_exact(fd, size)
-    return None if body is None else _decode(body)
+    return None if body is None else decode_body(body)
+
+
+def read_frame(fd: int) -> bytes | None:
+    """One framed message as it travelled (header and body), undecoded; None at end of
+    file. For a process that passes a message on without reading it (the zygote, a job)."""
+    header = _read_exact(fd, HEADER_BYTES)
+    if header is None:
+        return None
+    body = _read_exact(fd, int.from_bytes(header, "big"))
+    return None if body is None else header + body
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a blocking descriptor."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -293,7 +311,7 @@ class WorkerProcess:
         body = bytes(self._inbox[HEADER_BYTES:end])
         del self._inbox[:end]
         try:
-            return True, _decode(body)
+            return True, decode_body(body)
         except FrameError as exc:
             raise WorkerLost(f"the worker broke the framing: {exc}") from exc
 

@@ -2,19 +2,23 @@
 
 Started by `rewardsmith.sandbox.pool` as a `process.WorkerProcess` (a fresh `python -s`
 that imports this module without the rest of rewardsmith and calls `main` with its pipes
-and the pool's limits). At start it isolates itself once
-(`rewardsmith.sandbox.isolation`: PID, network, mount and IPC namespaces, private /tmp, a
-fresh /proc; children inherit all of it) and pre-imports the modules tests use.
+and the pool's limits). At start it isolates itself once (`isolation.py`: PID, network,
+mount and IPC namespaces, the run budget's cgroup, the minimal root with a fresh /proc;
+children inherit all of it), makes itself non-dumpable and pre-imports the modules tests
+use.
 
-Each run gets a child forked in advance, while the zygote was idle (`child.py`): it warms
-its pages, sets the pool's rlimits, drops to the run's uid (as root), enters an empty
-working directory and only then waits for a job, reading it straight from the caller's
-pipe (length-prefixed JSON; never pickle). It tells the zygote when it starts; the zygote
-enforces the wall-clock deadline, clips output, answers the caller as soon as the harness
-reports its exit, then kills every process of the run (as PID 1: `kill(-1)`; otherwise, as
-a child subreaper, its whole process tree), reaps, removes the directory, wipes the private
-/tmp and forks the next child. Nothing in this process ever runs untrusted code, and no run
-inherits anything from an earlier one (a fresh fork, a fresh directory).
+Each run gets a child forked in advance, into the run cgroup, while the zygote is idle
+(`child.py`): it warms its pages, sets the pool's rlimits, drops to the run's uid (as root)
+or its capabilities (in a user namespace), enters an empty working directory and only then
+waits for a job, reading it straight from the caller's pipe (length-prefixed JSON; never
+pickle). It tells the zygote when it starts; the zygote enforces the deadline, clips
+output, watches the memory budget (`supervise.py`), answers the caller as soon as the
+harness reports its exit, then kills every process of the run (as PID 1: `kill(-1)`;
+otherwise, as a child subreaper, its whole process tree; and whatever is left in the run
+cgroup), reaps, removes the directory, wipes the private /tmp and forks the next child.
+Nothing in this process ever runs untrusted code or holds a job (a job that needs other
+limits passes through as bytes, after the fork), and no run inherits anything from an
+earlier one (a fresh fork, a fresh directory).
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ import tempfile
 import time
 from typing import Any
 
-from rewardsmith.sandbox import _linux
+from rewardsmith.sandbox import _linux, budget
 from rewardsmith.sandbox.child import run_child
-from rewardsmith.sandbox.isolation import PRIVATE_TMP_DIRS, become_init, isolate
-from rewardsmith.sandbox.outcome import Capture, reply
-from rewardsmith.sandbox.process import recv, send
+from rewardsmith.sandbox.isolation import become_init, enter_view, isolate, world_readable
+from rewardsmith.sandbox.process import read_frame, recv, send, write_all
+from rewardsmith.sandbox.rootfs import PRIVATE_TMP_DIRS, python_paths
+from rewardsmith.sandbox.supervise import supervise
 
 # Modules HumanEval/MBPP-style tests and typical solutions import, loaded once in the zygote
 # so a run never pays for them. `Sandbox(preload=...)` adds more (numpy, ...).
@@ -72,6 +77,9 @@ PR_SET_CHILD_SUBREAPER = 36
 TMP_PREFIX = "rewardsmith-zygote-"
 # The environment every child sees: nothing of the caller's (API keys, tokens, paths).
 CHILD_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
+# After a run, how long the zygote waits for its processes to be gone from the run cgroup
+# (so the next run starts with its whole budget) before it goes on regardless.
+DRAIN_SECONDS = 2.0
 
 
 def _descendants(root: int, keep: set[int]) -> list[int]:
@@ -109,12 +117,16 @@ class _Pending:
 
 
 class Zygote:
-    """Forks, prepares and supervises one child per run; replies on behalf of each run."""
+    """Forks, prepares and supervises one run at a time; replies on behalf of each run."""
 
-    def __init__(self, info: dict[str, Any], job_fd: int, limits: dict[str, Any]) -> None:
+    def __init__(
+        self, info: dict[str, Any], job_fd: int, limits: dict[str, Any], run_budget: Any
+    ) -> None:
         self.info = info
         self.job_fd = job_fd  # the caller's pipe: prepared children read their job from it
-        self.limits = limits  # what every prepared child's rlimits are set to
+        self.limits = limits  # what every prepared run's limits are set to
+        self.budget = run_budget
+        self.budget_limits = (limits["memory_mb"], limits["processes"])  # the cgroup's now
         self.pid1 = bool(info["pid_ns"])
         self.uid = SANDBOX_UID_BASE + int(info["host_pid"]) if info["drop_uid"] else None
         self.tmp_root = tempfile.mkdtemp(prefix=TMP_PREFIX, dir="/tmp")
@@ -133,15 +145,31 @@ class Zygote:
             self.pending = self._fork(self.limits, self.job_fd)
 
     def _fork(self, limits: dict[str, Any], job_fd: int) -> _Pending:
+        wanted = (limits["memory_mb"], limits["processes"])
+        if self.budget.kind != "rlimit" and wanted != self.budget_limits:
+            self.budget.limit(*wanted)
+            self.budget_limits = wanted
         workdir = tempfile.mkdtemp(prefix="run-", dir=self.tmp_root)
         if self.uid is not None:
             os.chown(workdir, self.uid, self.uid)
         os.chmod(workdir, 0o700)
         pipes = {name: os.pipe() for name in ("ctrl", "out", "err", "res")}
-        pid = os.fork()
-        if pid == 0:
-            child_ends = {name: pipes[name][1] for name in pipes}
-            run_child({**child_ends, "job": job_fd}, workdir, self.uid, limits)
+        # Born in the run cgroup: the run and everything it starts share its budget.
+        self.budget.enter()
+        try:
+            pid = os.fork()
+            if pid == 0:
+                child_ends = {name: pipes[name][1] for name in pipes}
+                run_child(
+                    {**child_ends, "job": job_fd},
+                    workdir,
+                    self.uid,
+                    limits,
+                    drop_caps=bool(self.info.get("drop_caps")),
+                    budget=self.budget.kind != "rlimit",
+                )
+        finally:
+            self.budget.leave()
         mine = {name: pipes[name][0] for name in pipes}
         for name in pipes:
             os.close(pipes[name][1])
@@ -151,9 +179,9 @@ class Zygote:
         """Supervise the next run: the prepared child takes the caller's next job, we enforce
         its limits and return the reply. None: the caller closed its pipe (we are done).
 
-        When the harness reports its exit code (its last record), the reply goes out at once
-        and the child's teardown, reaping and clean-up happen in `finish`, before the next
-        job; otherwise (a crash, a signal, a timeout) we wait for the exit here.
+        When the harness reports its exit (its last record), the reply goes out at once and
+        the run's teardown, reaping and clean-up happen in `finish`, before the next job;
+        otherwise (a crash, a signal, a timeout) we wait for the exit here.
         """
         try:
             self.prefork()
@@ -172,19 +200,30 @@ class Zygote:
                 return None
             if "respawn" not in message:
                 break
-            # The job needs higher limits than the prepared child has: a child prepared for
-            # exactly those, its job on a private pipe.
-            job = message["respawn"]
-            self._retire(run)
+            # The job needs other limits than the prepared child has: a child prepared for
+            # exactly those, forked before the job is read here (so it never inherits the
+            # job from our memory), which then gets it on a private pipe.
+            job_limits = message["respawn"]
             read_end, write_end = os.pipe()
-            run = self._fork(job["limits"], read_end)
-            self.current = run
+            fresh = self._fork(job_limits, read_end)
             os.close(read_end)
+            job = read_frame(run.fds["ctrl"])
+            self._retire(run)
+            run = fresh
+            self.current = run
             with contextlib.suppress(OSError):
-                send(write_end, job)  # it dies unprepared: `_lost` says so
+                if job is not None:
+                    write_all(write_end, job)  # it dies unprepared: `_lost` says so
             os.close(write_end)
         os.close(run.fds.pop("ctrl"))
-        return self._supervise(run, message)
+        return supervise(run, message, self.budget, self._run_pids, self._kill_all, self._wait)
+
+    def _run_pids(self) -> list[int]:
+        """Pids of the current run's live processes."""
+        if self.budget.kind != "rlimit":
+            return self.budget.procs()
+        root = self.current.pid if self.current is not None else os.getpid()
+        return [root, *_descendants(root, set())]
 
     def _next_message(self, run: _Pending) -> dict[str, Any] | None:
         """The child's next message other than `ready`; None if it died first."""
@@ -228,68 +267,31 @@ class Zygote:
         run.fds = {}
         shutil.rmtree(run.workdir, ignore_errors=True)
 
-    def _supervise(self, run: _Pending, started: dict[str, Any]) -> dict[str, Any]:
-        limits = started["limits"]
-        start = min(float(started["start"]), time.monotonic())  # the child's clock is ours
-        out_limit = int(limits["output_bytes"])
-        captures = {
-            "out": Capture(run.fds["out"], out_limit),
-            "err": Capture(run.fds["err"], out_limit),
-            "res": Capture(run.fds["res"], int(limits["channel_bytes"])),
-        }
-        for cap in captures.values():
-            os.set_blocking(cap.fd, False)
-        exit_marker = f"{started['nonce']} exit ".encode()
-        deadline = start + float(limits["wall_seconds"])
-        timed_out = False
-        reported_exit: int | None = None
-        open_fds = {cap.fd: cap for cap in captures.values()}
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([run.pidfd, *open_fds], [], [], remaining)
-            for fd in ready:
-                if fd != run.pidfd and not open_fds[fd].read():
-                    del open_fds[fd]
-            if run.pidfd in ready:
-                break
-            # The harness closes stdout/stderr before its exit record, so by now their data
-            # is in the pipes: no need to wait for their end of file (fewer wake-ups).
-            reported_exit = captures["res"].exit_code(exit_marker)
-            if reported_exit is not None:
-                break
-        self._kill_all(run.pid)
-        status: int | None = None
-        cpu_used = 0.0
-        if reported_exit is None or timed_out:
-            status, rusage = self._wait(run)
-            cpu_used = rusage.ru_utime + rusage.ru_stime
-            reported_exit = None
-        for cap in list(open_fds.values()):
-            while cap.read():
-                if not select.select([cap.fd], [], [], 0)[0]:
-                    break
-        for cap in captures.values():
-            os.close(cap.fd)
-        run.fds = {}
-        duration = time.monotonic() - start
-        if status is None:
-            assert reported_exit is not None
-            status = (reported_exit & 0xFF) << 8  # what waitpid would say for exit(code)
-        return reply(status, timed_out, cpu_used, duration, captures, limits)
-
     def finish(self) -> None:
         """After the reply: reap the run, remove its directory, fork the next child."""
         run, self.current = self.current, None
         if run is not None:
             self._retire(run)
+            self._drain()
             self._wipe_private_tmp()
         # Only now: the next child takes its job from the caller's pipe as soon as it is
-        # ready, so the private /tmp must already be clean for it.
+        # ready, so the private /tmp must already be clean and the budget whole for it.
         self.prefork()
         self._reap()
+
+    def _drain(self) -> None:
+        """Wait (a little) until the killed run's processes are gone from its cgroup and
+        reaped: a dying process still holds memory and a place in `pids.max`."""
+        if self.budget.kind == "rlimit":
+            return
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while True:
+            self._reap()
+            left = self.budget.procs()
+            if not left or time.monotonic() > deadline:
+                return
+            self.budget.kill_all()
+            time.sleep(0.0005)
 
     def _kill_all(self, pid: int) -> None:
         with contextlib.suppress(OSError):
@@ -305,6 +307,7 @@ class Zygote:
         # run's group (setsid, double fork) are still our descendants; kill the whole tree
         # but the waiting child, a few rounds in case some were forking meanwhile.
         keep = {self.pending.pid} if self.pending is not None else set()
+        self.budget.kill_all()  # the run cgroup holds exactly the run's processes
         for _ in range(KILL_ROUNDS):
             tree = _descendants(os.getpid(), keep)
             if not tree:
@@ -382,12 +385,13 @@ class Zygote:
 def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
     """The zygote: `job_fd` brings jobs from the pool (prepared children read them from it
     directly), replies go out on `reply_fd`; `config` has the pool's `limits`, `preload`,
-    `namespaces` and the caller's pid."""
+    `namespaces`, `read_only_paths` and the caller's pid."""
     limits = dict(config["limits"])
     host_pid = os.getpid()
-    info = isolate(int(limits["disk_mb"]), bool(config["namespaces"]))
+    info, run_budget = isolate(bool(config["namespaces"]), limits, budget.group_name(host_pid))
     info["host_pid"] = host_pid
     become_init(info, int(config["parent_pid"]))
+    enter_view(info, int(limits["disk_mb"]), config.get("read_only_paths") or [])
     if not info["pid_ns"]:
         # Orphans of a run (double forks) become our children, so we can find and kill them.
         try:
@@ -404,6 +408,13 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
         info["no_new_privs"] = True
     except OSError:
         info["no_new_privs"] = False
+    # Runs cannot ptrace us, nor open our /proc/1/{mem,fd,environ} (they may share our uid
+    # in a user namespace); each run makes itself dumpable again for its own /proc/self.
+    _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
+    # As root, runs get a uid of their own, if Python is readable for it (in the minimal
+    # root it is, wherever it lives); uid 0 of a user namespace gives up its capabilities.
+    info["drop_uid"] = info["root"] and world_readable(python_paths())
+    info["drop_caps"] = bool(info["user_ns"])
     os.environ.clear()
     os.environ.update(CHILD_ENV)
     failed = []
@@ -417,7 +428,13 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
 
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
-    zygote = Zygote(info, job_fd, limits)
+    zygote = Zygote(info, job_fd, limits, run_budget)
+
+    def leave() -> None:
+        shutil.rmtree(zygote.tmp_root, ignore_errors=True)
+        run_budget.remove()
+        os._exit(0)
+
     zygote.prefork()
     send(reply_fd, {"ready": True, "isolation": info, "tmp_root": zygote.tmp_root})
     while True:
@@ -426,11 +443,9 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
         except Exception as exc:
             reply = {"status": "error", "reason": f"zygote: {type(exc).__name__}: {exc}"}
         if reply is None:  # the caller closed the pipe or died
-            shutil.rmtree(zygote.tmp_root, ignore_errors=True)
-            os._exit(0)
+            leave()
         try:
             send(reply_fd, reply)
         except OSError:
-            shutil.rmtree(zygote.tmp_root, ignore_errors=True)
-            os._exit(0)
+            leave()
         zygote.finish()

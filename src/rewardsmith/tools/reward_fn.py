@@ -12,10 +12,16 @@ function runs in the restricted namespace; a run that fails scores its chunk 0.0
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rewardsmith.errors import ConfigError
-from rewardsmith.sandbox.pool import Sandbox, SandboxLimits
-from rewardsmith.sandbox.probe import check_reward_code, parse_reward_records, reward_job
+from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits
+from rewardsmith.sandbox.probe import (
+    ChannelFailure,
+    check_reward_code,
+    parse_reward_records,
+    reward_job,
+)
 from rewardsmith.tools.base import make_reward
 from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
 
@@ -83,33 +89,45 @@ class RewardFunctionTool(RewardTool):
             out.extend(self._chunk_rewards(chunk, job["nonce"], result))
         return out
 
-    def _chunk_rewards(self, chunk: Sequence[Sample], nonce: str, result: object) -> list[Reward]:
-        from rewardsmith.sandbox.pool import ExecutionResult
-
-        assert isinstance(result, ExecutionResult)
+    def _chunk_rewards(
+        self, chunk: Sequence[Sample], nonce: str, result: ExecutionResult
+    ) -> list[Reward]:
         records = parse_reward_records(result, nonce, 1)
-        if result.status != "ok" or not isinstance(records, list):
+        if result.status != "ok" or isinstance(records, ChannelFailure):
             status: Status = "timeout" if result.status == "timeout" else "error"
-            reason = f"reward function run {result.status}: {result.reason}".strip(": ")
-            if isinstance(records, tuple):
-                reason = f"reward function failed to load: {records[1]}"
-            return [make_reward(self.spec, 0.0, status, reason) for _ in chunk]
+            return [make_reward(self.spec, 0.0, status, _failure(result, records)) for _ in chunk]
         value = records[0]
         if isinstance(value, dict) or len(value) != len(chunk):
             reason = (
-                value.get("error", "bad return value")
+                f"the reward function failed: {value.get('error', 'a bad return value')}"
                 if isinstance(value, dict)
-                else f"returned {len(value)} scores for {len(chunk)} completions"
+                else f"the reward function returned {len(value)} scores for {len(chunk)} "
+                "completions"
             )
-            return [make_reward(self.spec, 0.0, "error", str(reason)) for _ in chunk]
+            return [make_reward(self.spec, 0.0, "error", reason) for _ in chunk]
         low, high = self.bounds
         rewards = []
         for v in value:
             if isinstance(v, str):
-                rewards.append(make_reward(self.spec, 0.0, "error", f"non-finite score {v}"))
+                reason = f"the reward function returned a non-finite score ({v})"
+                rewards.append(make_reward(self.spec, 0.0, "error", reason))
             elif not low <= v <= high:
                 clipped = min(max(v, low), high)
                 rewards.append(make_reward(self.spec, clipped, reason=f"clipped {v} to bounds"))
             else:
                 rewards.append(make_reward(self.spec, float(v)))
         return rewards
+
+
+def _failure(result: ExecutionResult, records: list[Any] | ChannelFailure) -> str:
+    """What failed, for a chunk that has no scores: the run (how it ended) or its records."""
+    if isinstance(records, ChannelFailure) and records.load:
+        return f"the reward function failed to load: {records.reason}"
+    if result.status != "ok":
+        reason = f"the reward function's run ended with status {result.status}"
+        reason += f": {result.reason}" if result.reason else ""
+    else:
+        reason = "the reward function's run ended without its scores"
+    if isinstance(records, ChannelFailure):
+        reason += f" ({records.reason})"
+    return reason

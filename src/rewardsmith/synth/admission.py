@@ -1,0 +1,187 @@
+"""From a candidate tool to a library entry: build it, gate it, store it.
+
+An admitted candidate becomes a new version of its name, with provenance `synth` and the
+gate's report and the synthesis details in its spec's `validation`. A rejected candidate is
+stored too, retired, with the same record, so its source and reasons stay readable
+(`tools show`): under its own name when no admitted version of that name is in use, else
+under `NAME.rejected`, so that a failed attempt never takes a working tool out of use.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rewardsmith.errors import RewardsmithError, UnknownToolError
+from rewardsmith.library.registry import build_tool
+from rewardsmith.library.store import Library
+from rewardsmith.router.features import reference_format
+from rewardsmith.synth.examples import Example, prompts_of
+from rewardsmith.synth.gate import GateConfig, GateReport, build_failure, gate_tool, log_gate
+from rewardsmith.types import ToolSpec
+
+# Prompts kept as a new tool's router exemplars.
+EXEMPLARS = 16
+REJECTED_SUFFIX = ".rejected"
+
+# The `reference_format` text that `router.features.spec_format` reads back as each format.
+_FORMAT_TEXT = {
+    "number": "number",
+    "latex": "latex",
+    "choice": "choice letter",
+    "unit_tests": "unit tests",
+    "json_entry": "json entry",
+    "free_text": "free text",
+    "none": "none",
+}
+
+
+@dataclass
+class SynthOutcome:
+    """What a synthesis produced: admitted or not, where it was stored, the gate's report."""
+
+    name: str
+    admitted: bool
+    stored_as: str  # name@version in the library
+    method: str
+    report: GateReport
+    details: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def reason(self) -> str:
+        return self.report.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "admitted": self.admitted,
+            "stored_as": self.stored_as,
+            "method": self.method,
+            "reason": self.report.reason,
+            "gate": self.report.to_dict(),
+            "synth": {"method": self.method, **self.details},
+            "source": self.source,
+        }
+
+
+def reference_format_text(examples: Sequence[Example]) -> str:
+    """The examples' most common reference format, written so the router reads it back."""
+    counts = Counter(reference_format(e.reference) for e in examples)
+    fmt = counts.most_common(1)[0][0] if counts else "free_text"
+    return _FORMAT_TEXT.get(fmt, "free text")
+
+
+def synth_spec(
+    name: str,
+    kind: str,
+    description: str,
+    examples: Sequence[Example],
+    *,
+    needs_reference: bool = True,
+    cost: str = "cheap",
+) -> ToolSpec:
+    """The spec of a synthesized tool: provenance `synth`, the examples' prompts as router
+    exemplars (so the router learns to send this task here), their reference format."""
+    return ToolSpec(
+        name=name,
+        kind=kind,  # type: ignore[arg-type]
+        domains=("synthesized",),
+        description=description,
+        needs_reference=needs_reference,
+        reference_format=reference_format_text(examples) if needs_reference else "none",
+        cost=cost,  # type: ignore[arg-type]
+        provenance="synth",
+        exemplars=prompts_of(examples, EXEMPLARS),
+    )
+
+
+def rejected_name(library: Library, name: str) -> str:
+    """Where a rejected candidate for `name` is stored (see the module docstring)."""
+    try:
+        record = library.record(name)
+    except UnknownToolError:
+        return name
+    return f"{name}{REJECTED_SUFFIX}" if not record.retired else name
+
+
+def evaluate(
+    library: Library,
+    spec: ToolSpec,
+    config: Mapping[str, Any],
+    *,
+    held_out: Sequence[Example],
+    all_examples: Sequence[Example],
+    method: str,
+    gate_config: GateConfig | None = None,
+) -> GateReport:
+    """Build the candidate and run the gate on `held_out` (a `gate` event either way)."""
+    try:
+        tool = build_tool(spec, config, resolve=library.get)
+    except (RewardsmithError, OSError) as exc:
+        report = build_failure(spec.name, str(exc))
+        log_gate(library, spec.name, report, {"method": method})
+        return report
+    try:
+        return gate_tool(
+            tool,
+            held_out,
+            all_examples=all_examples,
+            config=gate_config,
+            library=library,
+            name=spec.name,
+            extra={"method": method},
+        )
+    finally:
+        tool.close()
+
+
+def store(
+    library: Library,
+    spec: ToolSpec,
+    config: Mapping[str, Any],
+    report: GateReport,
+    *,
+    method: str,
+    details: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> SynthOutcome:
+    """Store a gated candidate: admitted, or retired with its reasons (module docstring)."""
+    details = dict(details or {})
+    validation = {"gate": report.to_dict(), "synth": {"method": method, **details}}
+    note = f"{method}: {report.reason}"
+    if report.admitted:
+        stored = library.add(replace(spec, validation=validation), config, note=note)
+    else:
+        where = rejected_name(library, spec.name)
+        stored = library.add(
+            replace(spec, name=where, validation=validation), config, note=note, retired=True
+        )
+    return SynthOutcome(spec.name, report.admitted, stored.ref, method, report, details, source)
+
+
+def admit(
+    library: Library,
+    spec: ToolSpec,
+    config: Mapping[str, Any],
+    *,
+    held_out: Sequence[Example],
+    all_examples: Sequence[Example],
+    method: str,
+    details: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    gate_config: GateConfig | None = None,
+) -> SynthOutcome:
+    """`evaluate` then `store`: build the candidate, gate it on `held_out`, keep it."""
+    report = evaluate(
+        library,
+        spec,
+        config,
+        held_out=held_out,
+        all_examples=all_examples,
+        method=method,
+        gate_config=gate_config,
+    )
+    return store(library, spec, config, report, method=method, details=details, source=source)

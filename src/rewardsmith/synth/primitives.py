@@ -1,0 +1,469 @@
+"""Reward-program primitives and the readable programs composed from them.
+
+One module of primitives, used by every generator of reward code: CodeVerify
+(`rewardsmith.synth.codeverify` searches for the simplest composition that fits labeled
+examples) and the reward-function search (whose evolutionary generator mutates and crosses
+compositions with `mutate` and `crossover`).
+
+A `Composition` reads an answer and compares it with the reference:
+
+1. *extractors*, tried in order, the first that finds something wins (`<answer>` tags,
+   `\\boxed{}`, "the answer is", a JSON field, `#### N`, a code block, the last line, the last
+   number, the whole text);
+2. *normalizers*, applied to both sides in a fixed order (case, whitespace, punctuation,
+   number formats, list syntax, order of list items);
+3. one *comparator* (exact text, numeric value, sequence, multiset, JSON value, or math
+   equivalence through the `math` tool).
+
+`render(composition)` writes it as a Python program `def reward(completions, references,
+prompts) -> list[float]` that reads like a person wrote it: one small named helper per
+primitive, a docstring that says what it accepts. Every primitive's source uses only the
+imports of the sandbox's allowlist, so the program passes `check_reward_code` and runs in the
+sandbox; the one exception is the `math_equivalent` comparator (`host=True`), which calls the
+`math` tool and is served by `rewardsmith.synth.tools.MathComposedTool` instead.
+
+Costs order compositions from simple to elaborate: CodeVerify takes the cheapest one that fits,
+so nothing is normalized unless the examples demand it. The primitives' sources and costs
+live in `rewardsmith.synth.catalogue`; this module is the API over them.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rewardsmith.sandbox.policy import restricted_globals
+from rewardsmith.synth.catalogue import (
+    COMPARATORS,
+    EXTRACTORS,
+    HELPERS,
+    NORMALIZER_ORDER,
+    NORMALIZERS,
+    PRIMITIVES,
+    REFERENCE_EXTRACTORS,
+    Primitive,
+)
+
+__all__ = [
+    "COMPARATORS",
+    "EXTRACTORS",
+    "FAILED",
+    "HELPERS",
+    "NORMALIZERS",
+    "NORMALIZER_ORDER",
+    "PRIMITIVES",
+    "REFERENCE_EXTRACTORS",
+    "Composition",
+    "Evaluator",
+    "Primitive",
+    "ProgramInfo",
+    "compile_program",
+    "crossover",
+    "enumerate_compositions",
+    "extractor_cascades",
+    "mutate",
+    "random_composition",
+    "render",
+    "shared_evaluator",
+]
+
+# Completions are clipped before any regex runs: answers sit at the end, and regexes on
+# megabyte strings take seconds (the same reason as config.MAX_COMPLETION_CHARS).
+MAX_COMPLETION_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Composition:
+    """Extractors (tried in order) -> normalizers (applied in `NORMALIZER_ORDER`) ->
+    comparator; optionally an extractor for the reference too. Frozen and hashable, so
+    searches can cache by it."""
+
+    extractors: tuple[str, ...] = ("whole_text",)
+    normalizers: tuple[str, ...] = ()
+    comparator: str = "same_text"
+    reference_extractor: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.extractors:
+            raise ValueError("a composition needs at least one extractor")
+        for name in self.extractors:
+            _check(name, EXTRACTORS, "extractor")
+        for name in self.normalizers:
+            _check(name, NORMALIZERS, "normalizer")
+        _check(self.comparator, COMPARATORS, "comparator")
+        if self.reference_extractor is not None:
+            _check(self.reference_extractor, EXTRACTORS, "reference extractor")
+        if len(set(self.extractors)) != len(self.extractors):
+            raise ValueError(f"an extractor is listed twice: {self.extractors}")
+        ordered = tuple(n for n in NORMALIZER_ORDER if n in self.normalizers)
+        object.__setattr__(self, "normalizers", ordered)
+
+    @property
+    def cost(self) -> int:
+        """Simplicity order: each extra extractor, each normalizer, a richer comparator and a
+        reference extractor make a composition more elaborate."""
+        return (
+            sum(EXTRACTORS[e].cost for e in self.extractors)
+            + len(self.extractors)
+            - 1
+            + sum(NORMALIZERS[n].cost for n in self.normalizers)
+            + COMPARATORS[self.comparator].cost
+            + (1 if self.reference_extractor else 0)
+        )
+
+    @property
+    def host(self) -> bool:
+        """True when it needs the host's math tool (it cannot run in the sandbox alone)."""
+        return COMPARATORS[self.comparator].host
+
+    def describe(self) -> str:
+        """One sentence: how the answer is read and compared."""
+        read = "; else ".join(EXTRACTORS[e].summary for e in self.extractors)
+        norm = ", ".join(NORMALIZERS[n].summary for n in self.normalizers)
+        how = COMPARATORS[self.comparator].summary
+        text = f"reads {read}; "
+        if self.reference_extractor:
+            text += f"reads the reference's {EXTRACTORS[self.reference_extractor].summary}; "
+        text += f"after {norm}, " if norm else "with no normalization, "
+        return text + f"requires {how} as the reference"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "extractors": list(self.extractors),
+            "normalizers": list(self.normalizers),
+            "comparator": self.comparator,
+            "reference_extractor": self.reference_extractor,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Composition:
+        return cls(
+            extractors=tuple(data.get("extractors", ("whole_text",))),
+            normalizers=tuple(data.get("normalizers", ())),
+            comparator=str(data.get("comparator", "same_text")),
+            reference_extractor=data.get("reference_extractor"),
+        )
+
+
+def _check(name: str, table: Mapping[str, Primitive], what: str) -> None:
+    if name not in table:
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(table)}")
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgramInfo:
+    """What the program's docstring says beyond the composition itself."""
+
+    title: str = "a synthesized verifier"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _closure(names: Sequence[str]) -> list[Primitive]:
+    """The primitives named, with the helpers they need first, each once."""
+    out: list[Primitive] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        prim = PRIMITIVES.get(name) or HELPERS[name]
+        for need in prim.needs:
+            visit(need)
+        out.append(prim)
+
+    for name in names:
+        visit(name)
+    return out
+
+
+def _import_lines(prims: Sequence[Primitive]) -> list[str]:
+    modules = sorted({i for p in prims for i in p.imports if "." not in i})
+    froms = sorted({i for p in prims for i in p.imports if "." in i})
+    lines = [f"import {m}" for m in modules]
+    lines += [f"from {i.rpartition('.')[0]} import {i.rpartition('.')[2]}" for i in froms]
+    return lines
+
+
+def render(composition: Composition, info: ProgramInfo | None = None) -> str:
+    """The composition as a Python program defining `reward(completions, references,
+    prompts=None, **kwargs) -> list[float]` (1.0 right, 0.0 wrong), with `BOUNDS = (0.0, 1.0)`.
+    """
+    info = info or ProgramInfo()
+    c = composition
+    names = [*c.extractors]
+    if c.reference_extractor and c.reference_extractor not in names:
+        names.append(c.reference_extractor)
+    names += [*c.normalizers, c.comparator]
+    prims = _closure(names)
+    doc = [f"Reward for {info.title}: 1.0 when the completion's answer matches the reference."]
+    doc.append("")
+    doc += textwrap.wrap(f"How: {c.describe()}.", 88)
+    for note in info.notes:
+        doc += ["", *textwrap.wrap(note, 88)]
+    parts = ['"""' + "\n".join(doc) + '\n"""']
+    imports = _import_lines(prims)
+    if imports:
+        parts.append("\n".join(imports))
+    parts.append(
+        "BOUNDS = (0.0, 1.0)\n"
+        "# Answers are at the end; regexes on megabyte completions would take seconds.\n"
+        f"MAX_COMPLETION_CHARS = {MAX_COMPLETION_CHARS}"
+    )
+    header = "\n\n".join(parts)
+    parts = [header, *(p.source.rstrip("\n") for p in prims)]
+    if len(c.extractors) > 1:
+        parts.append(
+            "def find_answer(text):\n"
+            '    """The answer found by the first extractor that finds one, or None."""\n'
+            f"    for extract in ({', '.join(c.extractors)}):\n"
+            "        answer = extract(text)\n"
+            "        if answer is not None:\n"
+            "            return answer\n"
+            "    return None"
+        )
+        find = "find_answer"
+    else:
+        find = c.extractors[0]
+    if c.normalizers:
+        body = "text"
+        for n in c.normalizers:
+            body = f"{n}({body})"
+        parts.append(
+            "def normalize(text):\n"
+            f'    """{"; ".join(NORMALIZERS[n].summary for n in c.normalizers).capitalize()}."""\n'
+            f"    return {body}"
+        )
+    compared = (
+        f"{c.comparator}(normalize(answer), normalize(reference))"
+        if c.normalizers
+        else f"{c.comparator}(answer, reference)"
+    )
+    ref_line = (
+        f"    reference = {c.reference_extractor}(reference)\n" if c.reference_extractor else ""
+    )
+    parts.append(
+        "def score_one(completion, reference):\n"
+        '    """1.0 when the answer in the completion matches the reference, else 0.0."""\n'
+        "    if reference is None:\n"
+        "        return 0.0\n"
+        f"{ref_line}"
+        f"    answer = {find}(completion[-MAX_COMPLETION_CHARS:])\n"
+        f"    if answer is None{' or reference is None' if c.reference_extractor else ''}:\n"
+        "        return 0.0\n"
+        f"    return 1.0 if {compared} else 0.0"
+    )
+    parts.append(
+        "def reward(completions, references, prompts=None, **kwargs):\n"
+        '    """One score per completion; a completion that breaks a helper scores 0.0."""\n'
+        "    scores = []\n"
+        "    for completion, reference in zip(completions, references):\n"
+        "        try:\n"
+        '            scores.append(score_one(completion or "", reference))\n'
+        "        except Exception:\n"
+        "            scores.append(0.0)\n"
+        "    return scores"
+    )
+    return "\n\n\n".join(parts) + "\n"
+
+
+def compile_program(source: str, host: Mapping[str, Callable[..., Any]] | None = None) -> Any:
+    """Execute *trusted* program source (rendered here from the primitives) in the sandbox's
+    restricted namespace, in this process, and return that namespace: searches call its
+    functions directly instead of paying a sandbox run per candidate. Never use it on code an
+    LLM or a user wrote: that runs only in the sandbox (`check_reward_code`).
+    `host` replaces host primitives (`math_equivalent`) by real functions."""
+    namespace = restricted_globals()
+    exec(compile(source, "<composition>", "exec"), namespace)  # noqa: S102 - trusted templates
+    namespace.update(host or {})
+    return namespace
+
+
+# -- evaluation in this process (for searches) ---------------------------------------------
+
+
+# Primitive outputs an `Evaluator` keeps; a long-lived one starts over past this.
+EVALUATOR_CACHE_SIZE = 500_000
+
+
+class _Failed:
+    """A primitive raised: the rendered program scores that completion 0.0."""
+
+
+FAILED = _Failed()
+
+
+class Evaluator:
+    """Scores compositions on (completion, reference) pairs in this process, exactly as
+    `render(composition)`'s `reward` would (a primitive that raises means 0.0), caching each
+    primitive's output per text: a search tries thousands of compositions on one set of
+    cases. Host comparators need `host` (see `compile_program`)."""
+
+    def __init__(self, host: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        prims = _closure([*PRIMITIVES, *HELPERS])
+        source = "\n\n".join(p.source for p in prims)
+        self._ns = compile_program("\n".join(_import_lines(prims)) + "\n\n" + source, host)
+        self.host_functions: dict[str, Callable[..., Any]] = dict(host or {})
+        self._cache: dict[tuple[str, str, str], Any] = {}
+
+    def apply(self, name: str, text: str, other: str = "") -> Any:
+        """One primitive on a text (a comparator on `text` and `other`), cached; `FAILED`
+        when it raises."""
+        key = (name, text, other)
+        if key not in self._cache:
+            if len(self._cache) >= EVALUATOR_CACHE_SIZE:
+                self._cache.clear()
+            fn = self._ns[name]
+            try:
+                self._cache[key] = fn(text, other) if name in COMPARATORS else fn(text)
+            except Exception:
+                self._cache[key] = FAILED
+        return self._cache[key]
+
+    def extract(self, composition: Composition, completion: str) -> Any:
+        """The answer (str), None when no extractor finds one, or `FAILED`."""
+        text = (completion or "")[-MAX_COMPLETION_CHARS:]
+        for name in composition.extractors:
+            answer = self.apply(name, text)
+            if answer is not None:
+                return answer
+        return None
+
+    def score(self, composition: Composition, completion: str, reference: str | None) -> float:
+        """1.0 or 0.0, exactly what `render(composition)`'s `reward` returns."""
+        if reference is None:
+            return 0.0
+        ref: Any = reference
+        if composition.reference_extractor:
+            ref = self.apply(composition.reference_extractor, reference)
+        answer = self.extract(composition, completion)
+        if answer is None or ref is None or answer is FAILED or ref is FAILED:
+            return 0.0
+        for name in composition.normalizers:
+            answer, ref = self.apply(name, answer), self.apply(name, ref)
+            if answer is FAILED or ref is FAILED:
+                return 0.0
+        same = self.apply(composition.comparator, answer, ref)
+        return 1.0 if same is not FAILED and same else 0.0
+
+
+@functools.lru_cache(maxsize=1)
+def shared_evaluator() -> Evaluator:
+    """One evaluator (without host primitives) per process: compiling the catalogue once."""
+    return Evaluator()
+
+
+# -- generating compositions ----------------------------------------------------------------
+
+
+def extractor_cascades(
+    extractors: Sequence[str] = tuple(EXTRACTORS), max_extractors: int = 3
+) -> list[tuple[str, ...]]:
+    """Every cascade of up to `max_extractors` of `extractors`, each in catalogue order
+    (specific markers before the last line and the whole text)."""
+    order = {name: i for i, name in enumerate(EXTRACTORS)}
+    ex = sorted(set(extractors), key=order.__getitem__)
+    return [combo for k in range(1, max_extractors + 1) for combo in itertools.combinations(ex, k)]
+
+
+def enumerate_compositions(
+    extractors: Sequence[str] = tuple(EXTRACTORS),
+    *,
+    max_extractors: int = 3,
+    cascades: Sequence[tuple[str, ...]] | None = None,
+    normalizers: Sequence[str] = tuple(NORMALIZERS),
+    max_normalizers: int = 2,
+    comparators: Sequence[str] = tuple(COMPARATORS),
+    reference_extractors: Sequence[str | None] = (None,),
+    max_cost: int | None = None,
+) -> Iterator[Composition]:
+    """Every composition of the given primitives, simplest first (by `cost`, then by the
+    catalogue order). `cascades` (default: `extractor_cascades(extractors,
+    max_extractors)`) are the extractor sequences to combine."""
+    if cascades is None:
+        cascades = extractor_cascades(extractors, max_extractors)
+    norm_sets = [
+        combo
+        for k in range(0, max_normalizers + 1)
+        for combo in itertools.combinations([n for n in NORMALIZER_ORDER if n in normalizers], k)
+    ]
+    found = []
+    for rank, (cascade, norms, comp, ref) in enumerate(
+        itertools.product(cascades, norm_sets, comparators, reference_extractors)
+    ):
+        c = Composition(tuple(cascade), norms, comp, ref)
+        if max_cost is None or c.cost <= max_cost:
+            found.append((c.cost, rank, c))
+    found.sort(key=lambda t: (t[0], t[1]))
+    for _, _, c in found:
+        yield c
+
+
+def random_composition(rng: random.Random, *, sandboxed: bool = True) -> Composition:
+    """A random composition (for seeding an evolutionary search); `sandboxed` leaves out
+    host comparators."""
+    comparators = [n for n, p in COMPARATORS.items() if not (sandboxed and p.host)]
+    extractors = rng.sample(list(EXTRACTORS), rng.randint(1, 2))
+    normalizers = rng.sample(list(NORMALIZERS), rng.randint(0, 2))
+    return Composition(
+        tuple(sorted(extractors, key=list(EXTRACTORS).index)),
+        tuple(normalizers),
+        rng.choice(comparators),
+    )
+
+
+def mutate(composition: Composition, rng: random.Random, *, sandboxed: bool = True) -> Composition:
+    """One random edit: add, drop or swap an extractor or a normalizer, or change the
+    comparator. The result is always a valid composition."""
+    c = composition
+    comparators = [n for n, p in COMPARATORS.items() if not (sandboxed and p.host)]
+    moves = ["comparator", "add_norm", "add_extractor", "swap_extractor"]
+    if c.normalizers:
+        moves.append("drop_norm")
+    if len(c.extractors) > 1:
+        moves.append("drop_extractor")
+    move = rng.choice(moves)
+    if move == "comparator":
+        return replace(c, comparator=rng.choice([n for n in comparators if n != c.comparator]))
+    if move == "add_norm":
+        free = [n for n in NORMALIZERS if n not in c.normalizers]
+        return replace(c, normalizers=(*c.normalizers, rng.choice(free))) if free else c
+    if move == "drop_norm":
+        drop = rng.choice(c.normalizers)
+        return replace(c, normalizers=tuple(n for n in c.normalizers if n != drop))
+    free_ex = [e for e in EXTRACTORS if e not in c.extractors]
+    if move == "add_extractor" and free_ex:
+        return _with_extractors(c, (*c.extractors, rng.choice(free_ex)))
+    if move == "drop_extractor":
+        drop = rng.choice(c.extractors)
+        return _with_extractors(c, tuple(e for e in c.extractors if e != drop))
+    if free_ex:
+        i = rng.randrange(len(c.extractors))
+        swapped = list(c.extractors)
+        swapped[i] = rng.choice(free_ex)
+        return _with_extractors(c, tuple(swapped))
+    return c
+
+
+def crossover(a: Composition, b: Composition, rng: random.Random) -> Composition:
+    """A child that takes each of the three parts (extractors, normalizers, comparator) from
+    one parent or the other."""
+    return Composition(
+        extractors=rng.choice([a.extractors, b.extractors]),
+        normalizers=rng.choice([a.normalizers, b.normalizers]),
+        comparator=rng.choice([a.comparator, b.comparator]),
+        reference_extractor=rng.choice([a.reference_extractor, b.reference_extractor]),
+    )
+
+
+def _with_extractors(c: Composition, extractors: tuple[str, ...]) -> Composition:
+    order = list(EXTRACTORS)
+    return replace(c, extractors=tuple(sorted(set(extractors), key=order.index)))

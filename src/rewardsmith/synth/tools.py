@@ -1,0 +1,195 @@
+"""The tool classes synthesis stores in the library.
+
+- `CodeVerifierTool`: a synthesized `def reward(...)` program (CodeVerify, offline or LLM),
+  admitted by the 4-stage check and run in the sandbox, like every `reward_function` tool.
+  It scores in chunks of `chunk_size` samples: the sandbox harness clips each record's text
+  at `sandbox.harness.RECORD_TEXT_CHARS` characters, so the score list of a larger chunk
+  comes back cut short and the whole chunk would score `error` (a known harness limit;
+  32 scores of "1.0, " fit).
+- `MathComposedTool`: an offline composition whose comparator is math equivalence. Its
+  extractors and normalizers run in this process (they are rewardsmith's own primitive
+  source, compiled in the restricted namespace; never code from a model or a user) and the
+  comparison is the built-in `math` tool's (math-verify, in its worker processes).
+- `CalibratedModelTool` (WrapLLM): a local sequence-classification reward model whose raw
+  score is mapped to [0, 1] by a logistic calibration fitted on examples; records the model
+  id and revision it wraps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rewardsmith.errors import ConfigError
+from rewardsmith.tools.base import make_reward, score_batch
+from rewardsmith.tools.reward_fn import RewardFunctionTool
+from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
+
+# Samples per sandbox run of a synthesized program (see the module docstring).
+CODE_CHUNK_SIZE = 32
+
+CODE_VERIFIER_FACTORY = "rewardsmith.synth.tools:CodeVerifierTool"
+MATH_COMPOSED_FACTORY = "rewardsmith.synth.tools:MathComposedTool"
+CALIBRATED_MODEL_FACTORY = "rewardsmith.synth.tools:CalibratedModelTool"
+
+
+class CodeVerifierTool(RewardFunctionTool):
+    """A synthesized reward program run in the sandbox (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        source: str,
+        bounds: Sequence[float] | None = (0.0, 1.0),
+        timeout: float = 10.0,
+        memory_mb: int = 256,
+        workers: int = 1,
+        chunk_size: int = CODE_CHUNK_SIZE,
+    ) -> None:
+        if chunk_size < 1:
+            raise ConfigError(f"tool {spec.name!r}: chunk_size must be >= 1")
+        self.chunk_size = chunk_size
+        super().__init__(spec, source, bounds, timeout, memory_mb, workers)
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        out: list[Reward] = []
+        for start in range(0, len(samples), self.chunk_size):
+            out.extend(super().score(samples[start : start + self.chunk_size]))
+        return out
+
+
+class MathComposedTool(RewardTool):
+    """A composition with the `math_equivalent` comparator (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        composition: Mapping[str, Any],
+        source: str = "",
+        timeout_seconds: float = 5.0,
+        workers: int | None = None,
+    ) -> None:
+        from rewardsmith.synth.primitives import Composition
+        from rewardsmith.tools.math import MathTool
+
+        self.spec = spec
+        try:
+            self.composition = Composition.from_dict(composition)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"tool {spec.name!r}: bad composition: {exc}") from exc
+        if self.composition.comparator != "math_equivalent":
+            raise ConfigError(
+                f"tool {spec.name!r}: MathComposedTool needs the math_equivalent comparator; "
+                "other compositions are CodeVerifierTool programs"
+            )
+        self.source = source
+        self.math = MathTool(
+            ToolSpec(name=f"{spec.name}.math", domains=("math",), reference_format="latex"),
+            timeout_seconds=timeout_seconds,
+            workers=workers,
+        )
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        from rewardsmith.synth.primitives import shared_evaluator
+
+        ev = shared_evaluator()
+        c = self.composition
+        rewards: list[Reward | None] = [None] * len(samples)
+        todo: list[tuple[int, Sample]] = []
+        for i, s in enumerate(samples):
+            reference: Any = s.reference
+            if reference is not None and c.reference_extractor:
+                reference = ev.apply(c.reference_extractor, reference)
+            answer = ev.extract(c, s.completion or "")
+            for name in c.normalizers:
+                if isinstance(answer, str) and isinstance(reference, str):
+                    answer, reference = ev.apply(name, answer), ev.apply(name, reference)
+            if not isinstance(answer, str) or not isinstance(reference, str):
+                rewards[i] = make_reward(self.spec, 0.0, reason="no answer found")
+                continue
+            # The math tool reads a \boxed{} answer before anything else in a completion.
+            todo.append((i, Sample(completion=f"\\boxed{{{answer}}}", reference=reference)))
+        scored = score_batch(self.math, [s for _, s in todo]) if todo else []
+        for (i, _), r in zip(todo, scored, strict=True):
+            rewards[i] = make_reward(self.spec, r.score, r.status, r.reason, r.components)
+        return [r or make_reward(self.spec, 0.0, "error", reason="not scored") for r in rewards]
+
+    def close(self) -> None:
+        self.math.close()
+
+
+def calibrate(score: float, a: float, b: float) -> float:
+    """The logistic calibration `1 / (1 + exp(-(a * score + b)))` (Platt 1999)."""
+    z = a * score + b
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+class CalibratedModelTool(RewardTool):
+    """A local reward model (any `ModelTool` directory) with its raw score calibrated to
+    [0, 1]; components keep the raw `logit`. `model_id` and `revision` say exactly which
+    weights were wrapped."""
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        *,
+        path: str,
+        model_id: str,
+        revision: str,
+        calibration: Mapping[str, float],
+        batch_size: int = 16,
+        device: str = "auto",
+        prompt_max_tokens: int | None = None,
+        completion_max_tokens: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        from rewardsmith.tools.model import ModelTool
+
+        self.spec = spec
+        self.model_id = model_id
+        self.revision = revision
+        try:
+            self.a, self.b = float(calibration["a"]), float(calibration["b"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"tool {spec.name!r}: calibration needs numbers 'a' and 'b': {exc}"
+            ) from exc
+        if not (math.isfinite(self.a) and math.isfinite(self.b)):
+            raise ConfigError(f"tool {spec.name!r}: calibration must be finite")
+        self.model = ModelTool(
+            spec,
+            path=path,
+            batch_size=batch_size,
+            device=device,
+            prompt_max_tokens=prompt_max_tokens,
+            completion_max_tokens=completion_max_tokens,
+            threads=threads,
+        )
+
+    def raw_scores(self, samples: Sequence[Sample]) -> list[Reward]:
+        """The model's uncalibrated rewards (what the calibration is fitted on)."""
+        return self.model.score(samples)
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        out = []
+        for r in self.raw_scores(samples):
+            if r.status != "ok" or r.score is None:
+                out.append(r)
+                continue
+            p = calibrate(r.score, self.a, self.b)
+            out.append(
+                make_reward(
+                    self.spec,
+                    p,
+                    reason=f"reward model {self.model_id}@{self.revision[:12]}, calibrated",
+                    components={"logit": r.score, "calibrated": p},
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        self.model.close()

@@ -1,0 +1,157 @@
+"""A generated reward function as a tool (`RewardFunctionTool`): batches far larger than one
+sandbox run come back whole, every failure says what failed, and `tools add` takes
+`"kind": "reward_function"`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rewardsmith.cli.main import app
+from rewardsmith.library.store import Library
+from rewardsmith.tools.reward_fn import CHUNK_SIZE, RewardFunctionTool
+from rewardsmith.types import Sample, ToolSpec
+
+CONTAINS = (
+    "BOUNDS = (0.0, 1.0)\n"
+    "def reward(completions, references, prompts):\n"
+    "    return [1.0 if r is not None and r in c else 0.0 for c, r in zip(completions, references)]\n"
+)
+
+# Reward functions that pass the admission probe but fail on the completion "trigger":
+# (source, status, words in the reason of every sample of the failing chunk)
+FAILING = [
+    (
+        "def reward(completions, **kw):\n"
+        "    if 'trigger' in completions:\n"
+        "        raise ValueError('boom')\n"
+        "    return [0.5 for c in completions]\n",
+        "error",
+        "the reward function failed: ValueError: boom",
+    ),
+    (
+        "def reward(completions, **kw):\n"
+        "    if 'trigger' in completions:\n"
+        "        return [0.5]\n"
+        "    return [0.5 for c in completions]\n",
+        "error",
+        f"returned 1 scores for {CHUNK_SIZE} completions",
+    ),
+    (
+        "def reward(completions, **kw):\n"
+        "    if 'trigger' in completions:\n"
+        "        while True:\n"
+        "            pass\n"
+        "    return [0.5 for c in completions]\n",
+        "timeout",
+        "ended with status timeout: CPU time limit",
+    ),
+    (
+        "def reward(completions, **kw):\n"
+        "    if 'trigger' in completions:\n"
+        "        x = ' ' * (2 * 1024**3)\n"
+        "    return [0.5 for c in completions]\n",
+        "error",
+        "ended with status memory: memory limit of 256 MB",
+    ),
+    (
+        "def reward(completions, **kw):\n"
+        "    if 'trigger' in completions:\n"
+        "        return [float('inf') for c in completions]\n"
+        "    return [0.5 for c in completions]\n",
+        "error",
+        "non-finite score (inf)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def contains() -> Iterator[RewardFunctionTool]:
+    tool = RewardFunctionTool(ToolSpec(name="contains", kind="code"), source=CONTAINS, workers=2)
+    yield tool
+    tool.close()
+
+
+def test_ten_thousand_samples_in_one_call(contains: RewardFunctionTool) -> None:
+    # 157 sandbox runs of 64 samples each; every score comes back, none is an error.
+    samples = [
+        Sample(completion=f"the answer is {i}", reference=str(i if i % 3 else -1))
+        for i in range(10_000)
+    ]
+    assert len(samples) > 100 * CHUNK_SIZE
+    rewards = contains.score(samples)
+    assert len(rewards) == 10_000
+    assert [r.status for r in rewards if r.status != "ok"] == []
+    assert [r.score for r in rewards] == [0.0 if i % 3 == 0 else 1.0 for i in range(10_000)]
+
+
+@pytest.mark.parametrize(("source", "status", "words"), FAILING)
+def test_every_failure_says_what_failed(source: str, status: str, words: str) -> None:
+    tool = RewardFunctionTool(ToolSpec(name="flaky", kind="code"), source=source, timeout=1.0)
+    first = ["fine", "trigger"] + ["fine"] * (CHUNK_SIZE - 2)
+    samples = [Sample(completion=c, reference="x") for c in [*first, "fine", "fine"]]
+    try:
+        rewards = tool.score(samples)
+    finally:
+        tool.close()
+    failed, healthy = rewards[:CHUNK_SIZE], rewards[CHUNK_SIZE:]
+    # The chunk with the trigger fails as a whole, each reward saying why; the next is fine.
+    assert all(r.status == status and r.score == 0.0 for r in failed), failed[0]
+    assert all(words in r.reason for r in failed), failed[0].reason
+    assert [(r.status, r.score) for r in healthy] == [("ok", 0.5)] * 2
+
+
+def test_a_score_outside_the_bounds_is_clipped_and_says_so() -> None:
+    source = (
+        "BOUNDS = (0.0, 1.0)\n"
+        "def reward(completions, **kw):\n"
+        "    return [2.0 if c == 'high' else 0.5 for c in completions]\n"
+    )
+    tool = RewardFunctionTool(ToolSpec(name="clip", kind="code"), source=source)
+    try:
+        [high] = tool.score([Sample(completion="high", reference="x")])
+    finally:
+        tool.close()
+    assert high.score == 1.0 and high.reason == "clipped 2.0 to bounds"
+
+
+def test_tools_add_takes_kind_reward_function(tmp_path: Path) -> None:
+    tool_file = tmp_path / "contains.json"
+    tool_file.write_text(
+        json.dumps(
+            {
+                "spec": {"name": "contains_fn", "kind": "reward_function", "provenance": "search"},
+                "config": {"params": {"source": CONTAINS}},
+            }
+        )
+    )
+    library = str(tmp_path / "library.db")
+    result = CliRunner().invoke(app, ["tools", "add", str(tool_file), "--library", library])
+    assert result.exit_code == 0, result.output
+    assert "added contains_fn@1" in result.output
+    with Library(tmp_path / "library.db") as lib:
+        record = lib.record("contains_fn")
+        assert record.spec.kind == "code"
+        assert record.config["factory"] == "rewardsmith.tools.reward_fn:RewardFunctionTool"
+        [reward] = lib.get("contains_fn").score([Sample(completion="it is 42", reference="42")])
+    assert reward.score == 1.0
+
+
+def test_tools_add_refuses_reward_code_that_is_not_admitted(tmp_path: Path) -> None:
+    tool_file = tmp_path / "bad.json"
+    source = "import os\ndef reward(completions, **kw):\n    return [0.0 for c in completions]\n"
+    tool_file.write_text(
+        json.dumps(
+            {"spec": {"name": "bad_fn", "kind": "reward_function"}, "config": {"source": source}}
+        )
+    )
+    result = CliRunner().invoke(
+        app, ["tools", "add", str(tool_file), "--library", str(tmp_path / "l.db")]
+    )
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert "stage 1 (static)" in message and "'os'" in message
