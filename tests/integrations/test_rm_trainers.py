@@ -42,28 +42,37 @@ CHATML = (
 )
 
 
-def _export(backbone: Path, out: Path, **kw: Any) -> Path:
+def _export(backbone: Path | str, out: Path, **kw: Any) -> Path:
     config = TrainConfig(
         backbone=str(backbone),
         split=SplitConfig(prefix_min=2, suffix_min=2, mode="boundary", suffix_side="end"),
         batch_size=4,
         negatives=1,
-        max_steps=2,
         warmup_steps=0,
         lr=1e-3,
         save_every=100,
         device="cpu",
-        **kw,
+        **{"max_steps": 2, **kw},
     )
     train([DOCS], out, config, progress=False)
     return out
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+@pytest.fixture(scope="module", params=["tiny", pytest.param("real", marks=pytest.mark.slow)])
+def exported(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """A cross-encoder and a decoder RM as `rm train` exports them: on tiny random backbones
+    (fast), or on the real ones (slow: MiniLM-L6 and SmolLM2-135M with LoRA, one step each)."""
     base = tmp_path_factory.mktemp("exported")
-    cross = _export(make_tiny_backbone(base / "bert"), base / "cross_rm")
-    decoder = _export(make_tiny_decoder(base / "llama"), base / "decoder_rm", lora_rank=4)
+    if request.param == "tiny":
+        cross = _export(make_tiny_backbone(base / "bert"), base / "cross_rm")
+        decoder = _export(make_tiny_decoder(base / "llama"), base / "decoder_rm", lora_rank=4)
+        return {"cross_rm": cross, "decoder_rm": decoder}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REWARDSMITH_HOME", str(base / "home"))  # SmolLM2 is dequantized here
+        cross = _export("minilm", base / "cross_rm", max_steps=1)
+        decoder = _export("smollm2", base / "decoder_rm", max_steps=1, lora_rank=4)
     return {"cross_rm": cross, "decoder_rm": decoder}
 
 
@@ -261,8 +270,9 @@ def test_openrlhf_loads_the_decoder_reward_model(
         ("Question: 10 plus 5?", "<solution>15</solution>"),
         # ASCII past the character budgets: clipped by the template, fits max_len untruncated
         ("Question: " + "Tom has 3 apples. " * 90, "<thinking>" + "1+1=2. " * 500 + "</thinking>"),
-        # two bytes a character: past max_len tokens, truncated with the tokenizer's side
-        ("Question: café?", "é" * 1200),
+        # three bytes a character, a rare one (several tokens in SmolLM2's vocabulary too):
+        # past max_len tokens, truncated with the tokenizer's side
+        ("Question: café?", "龘" * 1200),
     ]
     queries = [render(scorer.tokenizer, p, c) for p, c in pairs]
     code = OPENRLHF.format(
@@ -274,3 +284,35 @@ def test_openrlhf_loads_the_decoder_reward_model(
     ours = scorer.score_texts([p for p, _ in pairs], [c for _, c in pairs])
     tolerance = 1e-4 if dtype == "fp32" else 0.05 * max(1.0, max(abs(x) for x in ours))
     assert got["rewards"] == pytest.approx(ours, abs=tolerance)
+
+
+#: Statements of OPENRLHF that decide what a reward is: where the head is read (the last
+#: attended token), which head, how a config's class maps to a base model.
+OPENRLHF_ANCHORS = (
+    "eos_indices = attention_mask.size(1) - 1 - attention_mask.long().fliplr().argmax(dim=1, "
+    "keepdim=True)",
+    "position_ids.masked_fill_(attention_mask == 0, 1)",
+    'last_hidden_states = outputs["last_hidden_state"]',
+    "values = getattr(self, self.value_head_prefix)(last_hidden_states).squeeze(-1)",
+    "reward = values.gather(dim=1, index=eos_indices).squeeze(1)",
+    "setattr(self, value_head_prefix, nn.Linear(config.hidden_size, 1, bias=False))",
+    "base_class = AutoModel._model_mapping[type(config)]",
+    "base_pretrained_class = base_class.__base__",
+)
+
+
+def test_reproduced_openrlhf_code_is_the_installed_openrlhf() -> None:
+    # OpenRLHF cannot be imported here (flash_attn); its source can be read. If a release
+    # changes how it reads a reward, the reproduction above is stale and this fails.
+    import importlib.util
+
+    spec = importlib.util.find_spec("openrlhf")  # a top-level find_spec imports nothing
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("openrlhf is not installed (make .venv/.installed adds it with --no-deps)")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    model_py = (root / "models" / "model.py").read_text(encoding="utf-8")
+    serve_py = (root / "cli" / "serve_rm.py").read_text(encoding="utf-8")
+    for statement in OPENRLHF_ANCHORS:
+        assert statement in model_py and statement in OPENRLHF
+    assert 'getattr(config, "value_head_prefix", value_head_prefix)' in model_py
+    assert "add_special_tokens=False" in serve_py and "truncation=True" in serve_py
