@@ -13,7 +13,10 @@ steps, what the policy was writing and what the reward paid for:
   support);
 - `r|ok - r|bad`: mean reward of correct minus incorrect completions of the same prompt (the
   reward's signal about correctness, averaged over prompts that have both);
-- `corr_len`: Pearson correlation of reward and length within prompts (does length pay?).
+- `corr_len`: Pearson correlation of reward and length within prompts (does length pay?);
+- `sd_in`: mean standard deviation of the reward within a prompt's group, what GRPO's
+  advantages are made of (with `--scale-rewards` any spread, however small, becomes a unit
+  advantage).
 
     .venv/bin/python bench/rbs_grpo_audit.py out/grpo/rm_only/completions.jsonl --tool rbs_minilm
 """
@@ -83,8 +86,9 @@ def summarize(rows: Sequence[dict[str, Any]], tool: str | None) -> dict[str, flo
     by_prompt: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_prompt[f"{r['step']}|{r['prompt']}"].append(r)
-    gaps, corrs = [], []
+    gaps, corrs, spreads = [], [], []
     for group in by_prompt.values():
+        spreads.append(statistics.pstdev(reward(r) for r in group))
         ok = [reward(r) for r in group if r["correct"]]
         bad = [reward(r) for r in group if not r["correct"]]
         if ok and bad:
@@ -104,6 +108,7 @@ def summarize(rows: Sequence[dict[str, Any]], tool: str | None) -> dict[str, flo
         "r|ok - r|bad": statistics.fmean(gaps) if gaps else None,
         "prompts_both": len(gaps),
         "corr_len": statistics.fmean(corrs) if corrs else None,
+        "sd_in": statistics.fmean(spreads),
     }
 
 
