@@ -84,7 +84,9 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[list[Any], list[Any]]] = []
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
+    def __call__(
+        self, prompts: list[Any], completions: list[Any], **kwargs: Any
+    ) -> list[float | None]:
         self.calls.append((list(prompts), list(completions)))
         return [0.0] * len(prompts)
 
