@@ -107,7 +107,11 @@ def test_train_then_eval_then_score(tmp_path: Path) -> None:
     untrained_acc = data["results"]["untrained"]["prefs"]["accuracy"]
     assert cmp["difference"] == pytest.approx(trained_acc - untrained_acc)
     assert " p=" in result.output  # the difference column: groups better/worse, sign test
-    assert "## Evaluation" in (out / "README.md").read_text()
+    # the results go to their own file; the card only points to it
+    saved = json.loads((out / "eval_results.json").read_text())
+    assert saved["results"] == data["results"] and "evaluated_at" in saved
+    assert "eval_results.json" in (out / "README.md").read_text()
+    assert '"trained_minus_untrained"' not in (out / "README.md").read_text()
 
     samples = tmp_path / "samples.jsonl"
     samples.write_text(json.dumps({"prompt": "How many clips?", "completion": "72"}) + "\n")

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from rewardsmith.models.checkpoints import METRICS_FILE, latest_checkpoint  # noqa: E402
 from rewardsmith.rl.generation import token_logprobs  # noqa: E402
-from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
+from rewardsmith.rl.grpo import COMPLETIONS_FILE, GRPOConfig, GRPOTrainer  # noqa: E402
 from rewardsmith.rl.policies import Policy, load_pretrained  # noqa: E402
 from rewardsmith.rl.prompts import PromptItem, load_items  # noqa: E402
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec  # noqa: E402
@@ -298,3 +298,27 @@ def test_a_bad_prompts_line_is_named(tmp_path: Path) -> None:
     path.write_text('{"question": "1+1?", "answer": "2"}\n["2+2?", "4"]\n')
     with pytest.raises(InputError, match=r"p.jsonl:2: expected a JSON object"):
         load_items(str(path))
+
+
+def test_completions_are_logged_every_n_steps_for_an_audit(
+    tiny_testbed: Path, tmp_path: Path
+) -> None:
+    out, library = tmp_path / "run", tmp_path / "lib.db"
+    first = _trainer(tiny_testbed, out, library, steps=2, log_completions_every=2)
+    first.train(save_model=False)  # checkpoint at the last step
+    resumed = _trainer(tiny_testbed, out, library, steps=4, log_completions_every=2)
+    resumed.train(resume=True, save_model=False)
+    rows = [json.loads(x) for x in (out / COMPLETIONS_FILE).read_text().splitlines()]
+    assert [r["step"] for r in rows] == [2] * 8 + [4] * 8  # 2 prompts x G = 4, once each
+    metrics = [json.loads(x) for x in (out / METRICS_FILE).read_text().splitlines()]
+    for step in (2, 4):
+        logged = [r for r in rows if r["step"] == step]
+        # each row: its reward, every tool's part, and the verdict the accuracy metric used
+        assert set(logged[0]["rewards"]) == {"digit_share", "format_tags"}
+        mean = sum(r["reward"] for r in logged) / len(logged)
+        assert mean == pytest.approx(metrics[step - 1]["reward"])
+        accuracy = sum(r["correct"] for r in logged) / len(logged)
+        assert accuracy == pytest.approx(metrics[step - 1]["accuracy"])
+    # a fresh run in the same folder starts a new log
+    _trainer(tiny_testbed, out, library, steps=1, log_completions_every=1).train(save_model=False)
+    assert {json.loads(x)["step"] for x in (out / COMPLETIONS_FILE).read_text().splitlines()} == {1}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rm_fixtures import make_tiny_backbone
+from rm_fixtures import make_tiny_backbone, make_tiny_decoder
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -28,3 +28,9 @@ def minilm_tokenizer():  # type: ignore[no-untyped-def]
     from rewardsmith.models.loading import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())
+
+
+@pytest.fixture(scope="session")
+def tiny_decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer random Llama with a ChatML tokenizer (SmolLM2's special tokens)."""
+    return make_tiny_decoder(tmp_path_factory.mktemp("tiny_decoder"))

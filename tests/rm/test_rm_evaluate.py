@@ -101,14 +101,21 @@ def test_best_of_n_columns_by_hand() -> None:
         BestOfNRow("q2", ("aa", "b"), (False, False), ("5", "5"), (0.0, 1.0)),
     ]
     out = best_of_n(rows, by_length)
-    assert out == {
+    points = {k: v for k, v in out.items() if not k.endswith(("_ci_low", "_ci_high"))}
+    assert points == {
         "n": 2,
         "random": pytest.approx((1 / 4 + 0) / 2),
         "oracle": 0.5,
         "majority": 0.0,
         "reference_rm": 0.5,
         "model": 0.5,
+        # per problem: the model's pick minus the other's, averaged
+        "model_minus_random": pytest.approx(((1 - 1 / 4) + 0) / 2),
+        "model_minus_majority": 0.5,
     }
+    for name, value in points.items():  # every selector has an interval over problems
+        if name != "n":
+            assert out[f"{name}_ci_low"] <= value + 1e-9 <= out[f"{name}_ci_high"] + 2e-9
     assert len(math_pairs(rows)) == 3  # one correct x three incorrect, none for q2
 
 

@@ -68,8 +68,12 @@ SPLIT = SplitConfig(prefix_min=6, prefix_max=24, suffix_min=6, suffix_max=16, sh
 
 
 def config(backbone: Path, steps: int, **kw: object) -> TrainConfig:
+    # The legacy pair format: a 2-layer random encoder tells prompt from completion by their
+    # segment ids, and learns this task from it more reliably across seeds than from the chat
+    # format's single text (tests/rm/test_rm_export.py trains that format end to end).
     base = dict(
         backbone=str(backbone),
+        input_format="pair",
         split=SPLIT,
         batch_size=8,
         lr=2e-3,
@@ -88,7 +92,7 @@ def test_train_save_load_evaluate_register_score(tiny_backbone: Path, tmp_path: 
     corpus = [topic_docs(400, seed=0)]
     untrained_dir, out = tmp_path / "untrained", tmp_path / "rm"
     train(corpus, untrained_dir, config(tiny_backbone, 0), progress=False)
-    result = train(corpus, out, config(tiny_backbone, 80, lr=5e-3), progress=False)
+    result = train(corpus, out, config(tiny_backbone, 80, lr=1e-2), progress=False)
 
     # Saved as a plain Hugging Face sequence-classification model, with a card and metrics.
     from transformers import AutoModelForSequenceClassification
@@ -98,8 +102,8 @@ def test_train_save_load_evaluate_register_score(tiny_backbone: Path, tmp_path: 
     assert "RBS reward model" in (out / "README.md").read_text()
     metrics = [json.loads(line) for line in (out / METRICS_FILE).read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 81))
-    # transformers' linear schedule: 2 warmup steps up to lr 5e-3, then linear decay to 0
-    assert [m["lr"] for m in metrics[:3]] == pytest.approx([2.5e-3, 5e-3, 5e-3 * 77 / 78])
+    # transformers' linear schedule: 2 warmup steps up to lr 1e-2, then linear decay to 0
+    assert [m["lr"] for m in metrics[:3]] == pytest.approx([5e-3, 1e-2, 1e-2 * 77 / 78])
     assert metrics[-1]["lr"] == 0.0
     assert result.steps == 80 and result.comparisons == 80 * 8 * 7 and result.tokens > 0
 
@@ -124,7 +128,11 @@ def test_train_save_load_evaluate_register_score(tiny_backbone: Path, tmp_path: 
         rewards = tool.score(samples)
     assert [r.status for r in rewards] == ["ok"] * 10
     assert all(r.tool == "topic_rm@1" for r in rewards)
-    assert sum(rewards[i].score > rewards[i + 5].score for i in range(5)) >= 3  # type: ignore[operator]
+    # the tool gives the model's own scores (the reference column is ignored)
+    direct = load_scorer(out, device="cpu").score_texts(
+        [s.prompt for s in samples], [s.completion for s in samples]
+    )
+    assert [r.score for r in rewards] == pytest.approx(direct, abs=1e-5)
     (entry,) = list_models()
     assert entry.name == "topic_rm" and entry.source == "rm train" and entry.parameters > 0
     assert search_models("topic", domains=("test",)) == [entry]

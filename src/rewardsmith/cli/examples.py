@@ -26,6 +26,10 @@ EXAMPLES: dict[str, list[str]] = {
     "rm train": [
         "rewardsmith rm train --corpus corpus.jsonl --field text --out-dir out/rm --max-steps 200"
     ],
+    "rm corpus": [
+        "rewardsmith rm corpus -o out/corpus.jsonl --testbed 20000 --gsm8k gsm8k/train.jsonl"
+    ],
+    "rm pairs": ["rewardsmith rm pairs --out-dir out/pairs --testbed 300 --gsm8k gsm8k/test.jsonl"],
     "rm eval": ["rewardsmith rm eval -m out/rm -d pairs.jsonl -o out/rm_eval.json"],
     "grpo train": [
         "rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 200 "

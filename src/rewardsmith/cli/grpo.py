@@ -108,6 +108,13 @@ def train_cmd(
     device: Annotated[str, typer.Option(help="cpu, cuda...")] = "cpu",
     threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
     plot: Annotated[bool, typer.Option(help="Write OUT/metrics.png.")] = True,
+    log_completions_every: Annotated[
+        int,
+        typer.Option(
+            help="Every N steps, write the step's completions and rewards to "
+            "OUT/completions.jsonl (for a reward-hacking audit; 0: never)."
+        ),
+    ] = 0,
     library: LibraryOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
@@ -119,6 +126,8 @@ def train_cmd(
 
     if backend not in ("embedded", "trl"):
         raise ConfigError(f"--backend must be embedded or trl, got {backend!r}")
+    if backend == "trl" and log_completions_every:
+        raise ConfigError("--log-completions-every is for the embedded backend")
     torch_threads(threads)
     config = GRPOConfig(
         steps=steps,
@@ -144,6 +153,7 @@ def train_cmd(
         seed=seed,
         save_every=save_every,
         time_limit_s=time_limit * 60 if time_limit else None,
+        log_completions_every=log_completions_every,
     )
     tools = parse_rewards(reward)
     with console.status(f"loading policy {policy}...", spinner="dots") if not quiet else _Null():

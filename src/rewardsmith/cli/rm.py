@@ -109,6 +109,36 @@ def train_cmd(
         str | None,
         typer.Option(help="Read the start or the end of a completion (default: suffix-side)."),
     ] = None,
+    input_format: Annotated[
+        str | None,
+        typer.Option(
+            help="chat (cross-encoder default: one text by the model's chat template, what "
+            "TRL and OpenRLHF feed it) or pair (token windows; the bi-encoder's format)."
+        ),
+    ] = None,
+    prompt_chars: Annotated[
+        int | None,
+        typer.Option(
+            help="chat format: characters of the prompt's end read (default: by backbone)."
+        ),
+    ] = None,
+    completion_chars: Annotated[
+        int | None,
+        typer.Option(help="chat format: characters of the completion read (default: by backbone)."),
+    ] = None,
+    max_sequences: Annotated[
+        int,
+        typer.Option(
+            help="Cross-encoder: sequences per forward/backward pass (memory; 0: whole batch)."
+        ),
+    ] = 16,
+    lora_rank: Annotated[
+        int, typer.Option(help="LoRA rank (0: full fine-tuning); cross-encoders.")
+    ] = 0,
+    lora_alpha: Annotated[int, typer.Option(help="LoRA alpha.")] = 32,
+    dropout: Annotated[
+        bool, typer.Option(help="Keep the backbone's dropout (off by default, as in TRL).")
+    ] = False,
     seed: Annotated[
         int, typer.Option(help="Seed of the head init, the splits and the negatives.")
     ] = 0,
@@ -169,6 +199,13 @@ def train_cmd(
         seed=seed,
         device=device,
         eval_windows=windows,
+        input_format=input_format,  # type: ignore[arg-type]  # checked by TrainConfig
+        prompt_chars=prompt_chars,
+        completion_chars=completion_chars,
+        max_sequences=max_sequences,
+        lora_rank=lora_rank,
+        lora_alpha=lora_alpha,
+        dropout=dropout,
     )
     result = train(
         [str(c) for c in corpus],
@@ -217,6 +254,16 @@ def _accuracy_cell(metrics: dict[str, float]) -> str:
     return f"{metrics['accuracy']:.3f} [{metrics['ci_low']:.2f}, {metrics['ci_high']:.2f}]"
 
 
+def _bon_cell(metrics: dict[str, float], pick: str) -> str:
+    """A best-of-N selector's accuracy (or difference) with its interval over problems."""
+    sign = "+" if pick.startswith("model_minus") else ""
+    text = f"{metrics[pick]:{sign}.3f}"
+    if f"{pick}_ci_low" in metrics:
+        low, high = metrics[f"{pick}_ci_low"], metrics[f"{pick}_ci_high"]
+        text += f" [{low:{sign}.2f}, {high:{sign}.2f}]"
+    return text
+
+
 def _difference_cell(cmp: dict[str, float]) -> str:
     text = f"{cmp['difference']:+.3f}"
     if "ci_low" in cmp:
@@ -254,12 +301,21 @@ def eval_cmd(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write results as JSON.")
     ] = None,
-    card: Annotated[bool, typer.Option(help="Append the results to the model card.")] = True,
+    results: Annotated[
+        bool, typer.Option(help="Also write the results to MODEL/eval_results.json.")
+    ] = True,
 ) -> None:
     """Pairwise / best-of-4 / best-of-N accuracy of a reward model (and of its untrained start)."""
     _require_torch()
     from rewardsmith.rm.evaluate import Outcomes, compare_outcomes, evaluate_sets, load_eval_set
-    from rewardsmith.rm.model import Windows, init_scorer, load_scorer, read_rbs_config
+    from rewardsmith.rm.export import write_eval_results
+    from rewardsmith.rm.model import (
+        Windows,
+        init_scorer,
+        load_scorer,
+        read_rbs_config,
+        saved_format,
+    )
 
     torch_threads(threads)
     sets = [load_eval_set(p, limit) for p in data]
@@ -278,12 +334,16 @@ def eval_cmd(
     )
     train_cfg = rbs.get("train")
     if untrained and train_cfg:
+        fmt = saved_format(rbs)
         base = init_scorer(
             train_cfg["backbone"],
             train_cfg.get("encoder", "cross"),
             windows,
             int(train_cfg.get("seed", 0)),
             device,
+            input_format="chat" if fmt is not None else "pair",
+            prompt_chars=fmt.prompt_chars if fmt is not None else None,
+            completion_chars=fmt.completion_chars if fmt is not None else None,
         )
         columns["untrained"] = evaluate_sets(
             sets, lambda p, c: base.score_texts(p, c, batch_size), outcomes["untrained"]
@@ -307,17 +367,19 @@ def eval_cmd(
     first = next(iter(columns.values()))
     for key, metrics in first.items():
         if key.endswith("/best_of_n"):
-            table.add_row(
-                f"{key}: model pick",
-                str(int(metrics["n"])),
-                *[f"{columns[c][key]['model']:.3f}" for c in columns],
-            )
+            for pick in ("model", "model_minus_random", "model_minus_majority"):
+                if pick in metrics:
+                    table.add_row(
+                        f"{key}: {pick.replace('_', ' ')}",
+                        str(int(metrics["n"])),
+                        *[_bon_cell(columns[c][key], pick) for c in columns],
+                    )
             for base_key in ("random", "majority", "oracle", "reference_rm"):
                 if base_key in metrics:
                     table.add_row(
                         f"{key}: {base_key}",
                         str(int(metrics["n"])),
-                        *[f"{metrics[base_key]:.3f}" for _ in columns],
+                        *[_bon_cell(metrics, base_key) for _ in columns],
                     )
         else:
             diff = [_difference_cell(comparison[key])] if key in comparison else []
@@ -341,11 +403,88 @@ def eval_cmd(
     from rewardsmith.report.eval_plots import plot_rm_eval
 
     write_plot(plot_rm_eval, payload, output.with_suffix(".png") if output else model / "eval.png")
-    card_file = model / "README.md"
-    if card and card_file.is_file():
-        with card_file.open("a", encoding="utf-8") as fh:
-            fh.write(
-                "\n## Evaluation (`rewardsmith rm eval`)\n\n```json\n"
-                + json.dumps(payload, indent=2)
-                + "\n```\n"
-            )
+    if results:
+        console.print(f"results: {write_eval_results(model, payload)}")
+
+
+DEFAULT_GSM8K = Path("../shared/data/gsm8k")
+
+
+@app.command("corpus")
+def corpus_cmd(
+    out: Annotated[Path, typer.Option("--output", "-o", help="Corpus JSONL file to write.")],
+    testbed: Annotated[
+        int, typer.Option(help="Testbed problems with worked solutions (the sft split).")
+    ] = 20_000,
+    gsm8k: Annotated[
+        list[Path] | None,
+        typer.Option(help="GSM8K-style JSONL (question, answer), e.g. gsm8k/train.jsonl."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the problems and of the order.")] = 0,
+) -> None:
+    """Write a label-free corpus of worked solutions ("problem\\n\\nsolution" documents).
+
+    Example: rewardsmith rm corpus -o corpus.jsonl --testbed 20000 \\
+    --gsm8k ../shared/data/gsm8k/train.jsonl
+    """
+    from rewardsmith.rl.problems import generate
+    from rewardsmith.rm.corpora import gsm8k_documents, worked_documents, write_corpus
+
+    sources: dict[str, list[str]] = {}
+    if testbed:
+        problems = generate(testbed, seed, "sft")  # held-out problems exclude this split
+        sources["testbed"] = list(worked_documents((p.prompt, p.completion) for p in problems))
+    for path in gsm8k or []:
+        sources[str(path)] = list(gsm8k_documents(path))
+    if not sources:
+        raise typer.BadParameter("nothing to write: give --testbed N and/or --gsm8k FILE")
+    counts = write_corpus(out, sources, seed)
+    console.print(f"wrote {sum(counts.values())} documents to {out}: {counts}")
+
+
+@app.command("pairs")
+def pairs_cmd(
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Folder for the pair files.")],
+    testbed: Annotated[int, typer.Option(help="Held-out testbed problems (0: none).")] = 300,
+    gsm8k: Annotated[
+        Path | None,
+        typer.Option(help="GSM8K test JSONL (default: ../shared/data/gsm8k/test.jsonl)."),
+    ] = None,
+    gsm8k_problems: Annotated[int, typer.Option(help="GSM8K problems (0: none).")] = 300,
+    per_kind: Annotated[int, typer.Option(help="Wrong copies of each kind per problem.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the held-out problems and the copies.")] = 0,
+) -> None:
+    """Write evaluation pairs: true solutions of held-out problems against copies with a wrong
+    final answer and with a wrong intermediate step (`testbed_pairs.jsonl`,
+    `gsm8k_pairs.jsonl`), for `rm eval --data`.
+
+    Example: rewardsmith rm pairs --out-dir pairs && rewardsmith rm eval -m MODEL \\
+    -d pairs/testbed_pairs.jsonl -d pairs/gsm8k_pairs.jsonl
+    """
+    from rewardsmith.rl.prompts import testbed_eval_problems
+    from rewardsmith.rm import pairsets
+
+    made = {}
+    if testbed:
+        held_out = testbed_eval_problems(testbed, seed)
+        rows = pairsets.build_pairs(
+            ((str(i), p.prompt, p.completion) for i, p in enumerate(held_out)),
+            pairsets.testbed_wrong,
+            n_problems=testbed,
+            per_kind=per_kind,
+            seed=seed,
+        )
+        made["testbed"] = pairsets.write_pairs(rows, out_dir / "testbed_pairs.jsonl"), rows
+    if gsm8k_problems:
+        source = gsm8k or DEFAULT_GSM8K / "test.jsonl"
+        rows = pairsets.build_pairs(
+            pairsets.gsm8k_problems(source),
+            pairsets.gsm8k_wrong,
+            n_problems=gsm8k_problems,
+            per_kind=per_kind,
+            seed=seed,
+        )
+        made["gsm8k"] = pairsets.write_pairs(rows, out_dir / "gsm8k_pairs.jsonl"), rows
+    for name, (path, rows) in made.items():
+        groups = len({r.group for r in rows})
+        console.print(f"{name}: {len(rows)} pairs from {groups} problems -> {path}")

@@ -90,6 +90,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_FILE = "grpo_config.json"
 SUMMARY_FILE = "summary.json"
+COMPLETIONS_FILE = "completions.jsonl"
 MODEL_DIR = "model"
 
 
@@ -124,6 +125,9 @@ class GRPOConfig:
     save_every: int = 0
     keep_checkpoints: int = 2
     time_limit_s: float | None = None
+    #: Every N steps, write that step's completions with their rewards to completions.jsonl
+    #: (0: never): what a reward-hacking audit reads.
+    log_completions_every: int = 0
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "max_new_tokens"):
@@ -141,6 +145,8 @@ class GRPOConfig:
             raise ConfigError("grad_accum cannot exceed the completions per step")
         if self.lora_rank < 0 or self.beta < 0 or self.epsilon <= 0 or self.temperature <= 0:
             raise ConfigError("lora_rank and beta must be >= 0; epsilon, temperature > 0")
+        if self.log_completions_every < 0:
+            raise ConfigError("log_completions_every must be >= 0")
 
     @property
     def clip_high(self) -> float:
@@ -278,6 +284,10 @@ class GRPOTrainer:
         if cfg.beta > 0:
             metrics["kl"] = update["kl"]
         append_metrics(self.out / METRICS_FILE, metrics)
+        if cfg.log_completions_every and self.step % cfg.log_completions_every == 0:
+            rows = scored.audit_rows(self.step, flat_prompts, rollout.texts, references, verdicts)
+            with (self.out / COMPLETIONS_FILE).open("a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(row) + "\n" for row in rows)
         return metrics
 
     def _micro_batches(self, n: int) -> list[slice]:
@@ -391,8 +401,9 @@ class GRPOTrainer:
         )
         if resume:
             self.resume()
-        elif (self.out / METRICS_FILE).exists():
-            (self.out / METRICS_FILE).unlink()
+        else:
+            for name in (METRICS_FILE, COMPLETIONS_FILE):
+                (self.out / name).unlink(missing_ok=True)
         start = time.perf_counter()
         last: dict[str, Any] = {}
         cfg = self.config
@@ -456,6 +467,7 @@ class GRPOTrainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         truncate_metrics(self.out / METRICS_FILE, self.step)
+        truncate_metrics(self.out / COMPLETIONS_FILE, self.step)
         return self.step
 
     def save_model(self, path: Path) -> Path:

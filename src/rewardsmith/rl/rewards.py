@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rewardsmith.combine import Weighted, combine, component_means
 from rewardsmith.errors import ConfigError
@@ -50,6 +51,30 @@ class ScoredBatch:
     per_tool: dict[str, list[float]]
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def audit_rows(
+        self,
+        step: int,
+        prompts: Sequence[str],
+        texts: Sequence[str],
+        references: Sequence[str],
+        verdicts: Sequence[Any],
+    ) -> list[dict[str, Any]]:
+        """One row per completion with its total and per-tool reward and its verdict: what a
+        reward-hacking audit reads (`grpo train --log-completions-every`)."""
+        return [
+            {
+                "step": step,
+                "prompt": prompts[i],
+                "completion": text,
+                "reference": references[i],
+                "reward": self.total[i],
+                "rewards": {name: values[i] for name, values in self.per_tool.items()},
+                "correct": verdicts[i].correct,
+                "parseable": verdicts[i].parseable,
+            }
+            for i, text in enumerate(texts)
+        ]
 
 
 class RewardSet:

@@ -9,6 +9,8 @@ Formats read (detected per file):
 - **RewardBench** rows (`{prompt, chosen, rejected}`; `chosen` / `rejected` a string or a
   list): a row counts only if its chosen completion beats *every* rejected one, which for
   RewardBench-2 rows (1 chosen, 3 rejected) is the best-of-4 rule (Malik et al. 2025).
+  Optional `group` (rows of one problem: resampled together) and `kind` (reported apart as
+  `NAME/KIND` too), as `rm pairs` writes them (`rm.pairsets`).
 - **Best-of-N** files (`{question, response: [N], score: [N] bools}`, as
   `math/qwen25_math_cot_100_8samples.jsonl`): pick the highest-scored of the N responses per
   problem; reported beside a uniformly random pick (its expected accuracy), majority vote
@@ -52,6 +54,8 @@ class PrefRow:
     rejected: tuple[str, ...]
     #: Rows of one group are not independent (the math pairs of one problem); "" = own group.
     group: str = ""
+    #: A subset reported on its own as well (`rm.pairsets`: "final", "step"); "" = none.
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,8 @@ def load_eval_set(path: str | Path, limit: int | None = None) -> EvalSet:
                         str(r["prompt"]),
                         tuple(_as_list(r["chosen"])),
                         tuple(_as_list(r["rejected"])),
+                        group=str(r.get("group") or ""),
+                        kind=str(r.get("kind") or ""),
                     )
                     for r in rows
                 ]
@@ -223,30 +229,44 @@ def _argmax(values: Sequence[float]) -> int:
 
 
 def best_of_n(rows: Sequence[BestOfNRow], score_fn: ScoreFn | None) -> dict[str, float]:
-    """Accuracy of the response each selector picks per problem (see the module doc).
+    """Accuracy of the response each selector picks per problem (see the module doc), each
+    with a 95% bootstrap interval over problems (`SELECTOR_ci_low` / `_ci_high`), and the
+    paired differences `model_minus_random` / `model_minus_majority` (per problem: the
+    model's pick minus the other selector's, also with intervals over problems).
 
     `score_fn=None` gives only the baselines (random, majority, oracle, reference RM).
     """
     n = len(rows)
-    out: dict[str, float] = {"n": n}
-    out["random"] = sum(sum(r.correct) / len(r.correct) for r in rows) / n
-    out["oracle"] = sum(any(r.correct) for r in rows) / n
+    picks: dict[str, list[float]] = {
+        "random": [sum(r.correct) / len(r.correct) for r in rows],  # its expected accuracy
+        "oracle": [float(any(r.correct)) for r in rows],
+    }
     if all(r.answers for r in rows):
-        maj = 0
+        majority = []
         for r in rows:
             counts = Counter(r.answers)
             top = max(counts.values())
             pick = next(i for i, a in enumerate(r.answers) if counts[a] == top)  # first on ties
-            maj += r.correct[pick]
-        out["majority"] = maj / n
+            majority.append(float(r.correct[pick]))
+        picks["majority"] = majority
     if all(r.reference_scores for r in rows):
-        out["reference_rm"] = sum(r.correct[_argmax(r.reference_scores)] for r in rows) / n
+        picks["reference_rm"] = [float(r.correct[_argmax(r.reference_scores)]) for r in rows]
     if score_fn is not None:
         cache = _Cache(score_fn)
         cache.fill([(r.prompt, x) for r in rows for x in r.responses])
-        out["model"] = (
-            sum(r.correct[_argmax([cache[(r.prompt, x)] for x in r.responses])] for r in rows) / n
-        )
+        picks["model"] = [
+            float(r.correct[_argmax([cache[(r.prompt, x)] for x in r.responses])]) for r in rows
+        ]
+        for other in ("random", "majority"):
+            if other in picks:
+                picks[f"model_minus_{other}"] = [
+                    a - b for a, b in zip(picks["model"], picks[other], strict=True)
+                ]
+    out: dict[str, float] = {"n": n}
+    for name, values in picks.items():
+        out[name] = sum(values) / n
+        if n > 1:
+            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _group_bootstrap(values, [1] * n)
     return out
 
 
@@ -273,6 +293,16 @@ def evaluate_sets(
         results[key] = {"accuracy": got.accuracy, "n": len(rows), **accuracy_interval(got)}
         if outcomes is not None:
             outcomes[key] = got
+        for kind in dict.fromkeys(r.kind for r in rows if r.kind):
+            keep = [i for i, r in enumerate(rows) if r.kind == kind]
+            part = Outcomes(tuple(got.wins[i] for i in keep), tuple(got.groups[i] for i in keep))
+            results[f"{key}/{kind}"] = {
+                "accuracy": part.accuracy,
+                "n": len(keep),
+                **accuracy_interval(part),
+            }
+            if outcomes is not None:
+                outcomes[f"{key}/{kind}"] = part
     return results
 
 

@@ -1,19 +1,23 @@
 """Reward-model scorers on any Hugging Face backbone: cross-encoder (default) and bi-encoder.
 
-- `CrossEncoder`: prefix and suffix are encoded together as one sequence pair by an
-  `AutoModelForSequenceClassification` with one output (the scalar head). Scoring every
-  (p_i, r_j) of a batch costs one forward pass per pair: B^2 sequences for all pairs, B(1+k)
-  with k sampled negatives. Saved as a plain Hugging Face directory, loadable with
-  `AutoModelForSequenceClassification.from_pretrained(DIR)`.
+- `CrossEncoder`: prefix and suffix are read together by an
+  `AutoModelForSequenceClassification` with one output (the scalar head): a BERT-style
+  encoder's pooled `[CLS]`, or a decoder's last token (`LlamaForSequenceClassification`'s
+  `score` head, the convention OpenRLHF and TRL load). Scoring every (p_i, r_j) of a batch
+  costs one sequence per pair: B^2 for all pairs, B(1+k) with k sampled negatives; a decoder
+  reads the prompt once per row and only the suffixes per pair (`rm.packing`). Saved as a plain
+  Hugging Face directory, loadable with `AutoModelForSequenceClassification.from_pretrained`.
 - `BiEncoder`: B prefixes and B suffixes are encoded separately (mean pooling) and all B x B
   scores are the bilinear form s(p, r) = (W e(p)) . e(r) / sqrt(d): 2B sequences per batch
   whatever the number of pairs. Saved as the backbone plus `bi_head.safetensors`.
 
-Both take text and apply the *windows* the model was trained with: a prompt keeps its last
-`prompt_max_tokens` tokens (the end is what the completion continues), a completion its
-first `completion_max_tokens` (`completion_side="start"`, default) or its last ones
-(`"end"`: where a long worked solution concludes and states its answer). The windows travel
-in `rbs_config.json` beside the weights.
+A cross-encoder `rm train` writes reads its input in the *chat format* (`rm.formats`): one
+text rendered by the model's own chat template, which TRL and OpenRLHF apply too, clipped by
+characters and truncated past `max_length` tokens. Older cross-encoders and the bi-encoder
+apply token *windows* instead: a prompt keeps its last `prompt_max_tokens` tokens (the end is
+what the completion continues), a completion its first `completion_max_tokens`
+(`completion_side="start"`, default) or its last ones (`"end"`: where a long worked solution
+concludes and states its answer). Format and windows travel in `rbs_config.json`.
 """
 
 from __future__ import annotations
@@ -32,9 +36,13 @@ from torch import nn
 from rewardsmith.errors import ConfigError
 from rewardsmith.models.loading import load_model, load_tokenizer, pick_device
 from rewardsmith.rm.backbones import resolve_backbone
+from rewardsmith.rm.formats import ChatFormat, default_format, install, render
 from rewardsmith.rm.loss import split_matrix
+from rewardsmith.rm.packing import shared_prefix_scores
 
 EncoderKind = Literal["cross", "bi"]
+InputFormat = Literal["chat", "pair"]
+INPUT_FORMATS: tuple[InputFormat, ...] = ("chat", "pair")
 CompletionSide = Literal["start", "end"]
 COMPLETION_SIDES: tuple[CompletionSide, ...] = ("start", "end")
 RBS_CONFIG = "rbs_config.json"
@@ -95,23 +103,31 @@ class Scorer(nn.Module):
         raise NotImplementedError
 
     def score_batch(
-        self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
+        self,
+        prefixes: Sequence[str],
+        suffixes: Sequence[str],
+        negatives: torch.Tensor | None,
+        rows: Sequence[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """Chosen scores (B,), rejected scores (B, K) and the tokens the forward pass read.
+        """Chosen scores (R,), rejected scores (R, K) and the tokens the forward pass read.
 
-        `negatives` is a (B, k) index tensor of sampled j != i, or None for all B - 1.
+        `negatives` is a (B, k) index tensor of sampled j != i, or None for all B - 1. `rows`
+        scores only those prefixes (R of the B; all by default): the loss is a mean over rows,
+        so a batch can be scored, and back-propagated, a few rows at a time.
         """
         raise NotImplementedError
 
-    def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
+    def score_pairs(self, prompts: Sequence[Any], completions: Sequence[str]) -> torch.Tensor:
         """s(prompt_i, completion_i) for aligned lists (gradients kept)."""
         raise NotImplementedError
 
     @torch.no_grad()
     def score_texts(
-        self, prompts: Sequence[str], completions: Sequence[str], batch_size: int = 16
+        self, prompts: Sequence[Any], completions: Sequence[str], batch_size: int = 16
     ) -> list[float]:
-        """Scores of (prompt, completion) pairs, in batches, windows applied, no gradients."""
+        """Scores of (prompt, completion) pairs, in batches, windows applied, no gradients.
+
+        A chat-format cross-encoder also takes chat prompts (lists of messages)."""
         was_training = self.training
         self.eval()
         out: list[float] = []
@@ -143,22 +159,69 @@ class Scorer(nn.Module):
         (out / RBS_CONFIG).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+def _all_negatives(b: int) -> torch.Tensor:
+    return torch.tensor([[j for j in range(b) if j != i] for i in range(b)])
+
+
 class CrossEncoder(Scorer):
-    """Prefix and suffix encoded together; a scalar head on the pooled output."""
+    """Prefix and suffix read together; a scalar head on the pooled output (or last token).
+
+    `chat` is the input format of a model `rm train` wrote (`rm.formats`); None reads the
+    legacy sequence pair with token windows.
+    """
 
     kind: EncoderKind = "cross"
 
-    def __init__(self, model: Any, tokenizer: Any, windows: Windows, device: torch.device):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        windows: Windows,
+        device: torch.device,
+        chat: ChatFormat | None = None,
+    ):
         super().__init__()
         self.model = model.to(device)
         self.tokenizer = tokenizer
         self.windows = windows
         self.device = device
-        if self.model.config.pad_token_id is None:
+        self.chat = chat
+        if chat is not None:
+            install(tokenizer, chat)
+            # The head reads the rightmost token that is not padding: pad must be the
+            # tokenizer's (never `<|im_end|>`, which ends every decoder input).
             self.model.config.pad_token_id = tokenizer.pad_token_id
+        elif self.model.config.pad_token_id is None:
+            self.model.config.pad_token_id = tokenizer.pad_token_id
+
+    @property
+    def decoder(self) -> bool:
+        """A last-token decoder in the chat format: prompts can be shared (`rm.packing`)."""
+        return self.chat is not None and self.chat.style == "chatml"
 
     def backbone_config(self) -> Any:
         return self.model.config
+
+    def max_length(self) -> int:
+        if self.chat is not None:
+            return self.chat.max_length
+        return super().max_length()
+
+    def render(self, prompts: Sequence[Any], completions: Sequence[str]) -> list[str]:
+        """The texts the model reads in the chat format (its chat template applied)."""
+        return [render(self.tokenizer, p, c) for p, c in zip(prompts, completions, strict=True)]
+
+    def _forward_texts(self, texts: Sequence[str]) -> tuple[torch.Tensor, int]:
+        enc = self.tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            padding=True,
+            truncation=True,
+            max_length=self.max_length(),
+            return_tensors="pt",
+        ).to(self.device)
+        logits = self.model(**enc).logits
+        return logits[:, 0], int(enc["attention_mask"].sum())
 
     def _forward(
         self, prompts: Sequence[str], completions: Sequence[str]
@@ -174,7 +237,9 @@ class CrossEncoder(Scorer):
         logits = self.model(**enc).logits
         return logits[:, 0], int(enc["attention_mask"].sum())
 
-    def score_pairs(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
+    def score_pairs(self, prompts: Sequence[Any], completions: Sequence[str]) -> torch.Tensor:
+        if self.chat is not None:
+            return self._forward_texts(self.render(prompts, completions))[0]
         # The tokenizer's own truncation cuts the completion's end; when the end is the part
         # to keep, clip it here to what fits beside a full prompt window instead.
         budget = None
@@ -185,25 +250,59 @@ class CrossEncoder(Scorer):
         return scores
 
     def score_batch(
-        self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
+        self,
+        prefixes: Sequence[str],
+        suffixes: Sequence[str],
+        negatives: torch.Tensor | None,
+        rows: Sequence[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
         b = len(prefixes)
         if negatives is None:
-            negatives = torch.tensor([[j for j in range(b) if j != i] for i in range(b)])
+            negatives = _all_negatives(b)
+        rows = list(range(b)) if rows is None else list(rows)
         k = negatives.shape[1]
-        cols = torch.cat([torch.arange(b)[:, None], negatives.cpu()], dim=1)  # (B, 1 + k)
-        ps = [prefixes[i] for i in range(b) for _ in range(k + 1)]
+        cols = torch.cat([torch.arange(b)[:, None], negatives.cpu()], dim=1)[rows]  # (R, 1+k)
+        if self.decoder:  # one row = one prompt and its 1 + k suffixes: the prompt is shared
+            texts = [
+                self.render([prefixes[i]] * (k + 1), [suffixes[int(j)] for j in c])
+                for i, c in zip(rows, cols, strict=True)
+            ]
+            scores, tokens = shared_prefix_scores(
+                self.model, self.tokenizer, texts, self.max_length()
+            )
+            return scores[:, 0], scores[:, 1:], tokens
+        ps = [prefixes[i] for i in rows for _ in range(k + 1)]
         rs = [suffixes[int(j)] for j in cols.reshape(-1)]
-        scores, tokens = self._forward(ps, rs)
-        scores = scores.view(b, k + 1)
+        if self.chat is not None:
+            flat, tokens = self._forward_texts(self.render(ps, rs))
+        else:
+            flat, tokens = self._forward(ps, rs)
+        scores = flat.view(len(rows), k + 1)
         return scores[:, 0], scores[:, 1:], tokens
 
     def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(out)
+        model = merged_copy(self.model)
+        if self.chat is not None:
+            # The exact input format rides in config.json too, where trainers look first.
+            model.config.rbs_input_format = self.chat.describe()
+            if self.decoder:
+                model.config.value_head_prefix = "score"  # OpenRLHF reads it from the config
+        model.save_pretrained(out)
         self.tokenizer.save_pretrained(out)
-        self._write_config(out, extra)
+        fmt = {"input_format": self.chat.to_dict() if self.chat else "pair"}
+        self._write_config(out, {**fmt, **(extra or {})})
+
+
+def merged_copy(model: Any) -> Any:
+    """`model` itself, or for a LoRA-wrapped (peft) model a merged plain copy: saved as the
+    base architecture, so `from_pretrained` needs no peft. The trained model is left as is."""
+    if not hasattr(model, "merge_and_unload"):
+        return model
+    import copy
+
+    return copy.deepcopy(model).merge_and_unload()
 
 
 class BiEncoder(Scorer):
@@ -289,8 +388,14 @@ class BiEncoder(Scorer):
         return self._paired(p, r)
 
     def score_batch(
-        self, prefixes: Sequence[str], suffixes: Sequence[str], negatives: torch.Tensor | None
+        self,
+        prefixes: Sequence[str],
+        suffixes: Sequence[str],
+        negatives: torch.Tensor | None,
+        rows: Sequence[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        if rows is not None and list(rows) != list(range(len(prefixes))):
+            raise ConfigError("a bi-encoder scores all rows of a batch at once (2B encodings)")
         p, tp = self.embed(prefixes)
         r, tr = self.embed(suffixes)
         scores = self._matrix(p, r)
@@ -316,12 +421,20 @@ def init_scorer(
     windows: Windows | None = None,
     seed: int = 0,
     device: str = "auto",
+    *,
+    input_format: InputFormat = "pair",
+    prompt_chars: int | None = None,
+    completion_chars: int | None = None,
 ) -> Scorer:
     """A fresh scorer on a backbone: pretrained weights, a new head drawn from `seed`.
 
     Two calls with the same backbone and seed give the same head, which is how the untrained
-    baseline of `rm eval` matches the trained model's starting point.
+    baseline of `rm eval` matches the trained model's starting point. A cross-encoder in the
+    `chat` format reads the text its chat template renders (`rm.formats.default_format`: the
+    character budgets, the completion side of `windows`); `pair` reads token windows.
     """
+    if input_format not in INPUT_FORMATS:
+        raise ConfigError(f"input format must be one of {INPUT_FORMATS}, got {input_format!r}")
     path = resolve_backbone(backbone)
     tokenizer = load_tokenizer(path)
     windows = windows or Windows()
@@ -330,8 +443,16 @@ def init_scorer(
     # quiet: "newly initialized head" warnings are the point here
     if kind == "cross":
         model = load_model("AutoModelForSequenceClassification", path, num_labels=1, quiet=True)
-        return CrossEncoder(model, tokenizer, windows, dev)
+        chat = None
+        if input_format == "chat":
+            positions = int(getattr(model.config, "max_position_embeddings", MAX_SEQ_TOKENS))
+            chat = default_format(
+                tokenizer, positions, windows.completion_side, prompt_chars, completion_chars
+            )
+        return CrossEncoder(model, tokenizer, windows, dev, chat)
     if kind == "bi":
+        if input_format == "chat":
+            raise ConfigError("the chat input format is for cross-encoders; a bi-encoder uses pair")
         return BiEncoder(load_model("AutoModel", path, quiet=True), tokenizer, windows, dev)
     raise ConfigError(f"encoder must be 'cross' or 'bi', got {kind!r}")
 
@@ -345,9 +466,15 @@ def read_rbs_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def saved_format(rbs: dict[str, Any]) -> ChatFormat | None:
+    """The chat format `rbs_config.json` records, or None for the legacy pair format."""
+    fmt = rbs.get("input_format", "pair")
+    return ChatFormat.from_dict(fmt) if isinstance(fmt, dict) else None
+
+
 def load_scorer(path: str | Path, device: str = "auto", windows: Windows | None = None) -> Scorer:
     """Load a reward model directory (one `rm train` wrote, or any sequence-classification
-    model with a single output). `windows` overrides the saved ones."""
+    model with a single output). `windows` overrides the saved ones (pair format only)."""
     path = Path(path).expanduser()
     if not (path / "config.json").is_file():
         raise ConfigError(f"{path} is not a Hugging Face model directory (no config.json)")
@@ -366,4 +493,4 @@ def load_scorer(path: str | Path, device: str = "auto", windows: Windows | None 
         raise ConfigError(
             f"{path} has {model.config.num_labels} outputs; a reward model needs exactly 1"
         )
-    return CrossEncoder(model, tokenizer, windows, dev)
+    return CrossEncoder(model, tokenizer, windows, dev, saved_format(rbs))

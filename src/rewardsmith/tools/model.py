@@ -6,9 +6,11 @@ directory works too. The score is the raw head output (higher is better), also g
 `logit` component; `needs_reference=False`, any reference is ignored.
 
 The model loads on the first `score` call, not at construction, so registering a tool costs
-nothing; the construction only checks that the directory looks like a model. Inputs are
-clipped to the model's windows (the end of the prompt, the start of the completion, or its
-end for a model trained with `--suffix-side end`) and
+nothing; the construction only checks that the directory looks like a model. A model in the
+chat format (what `rm train` writes, `rm.formats`) reads the conversation its chat template
+renders, chat prompts included, exactly as TRL and OpenRLHF feed it; an older one reads the
+prompt as text clipped to its windows (the end of the prompt, the start of the completion, or
+its end for a model trained with `--suffix-side end`). Samples are
 scored in batches of `batch_size`, longest first. A batch that fails (out of memory, a
 broken tokenizer) gives every sample in it `status="error"` and score 0.0.
 """
@@ -103,12 +105,7 @@ class ModelTool(RewardTool):
         if not samples:
             return []
         scorer = self.scorer()
-        prompts = [s.prompt_text()[-MAX_INPUT_CHARS:] for s in samples]
-        text = [s.completion or "" for s in samples]
-        if self._reads_end:
-            completions = [c[-MAX_INPUT_CHARS:] for c in text]
-        else:
-            completions = [c[:MAX_INPUT_CHARS] for c in text]
+        prompts, completions = self._inputs(scorer, samples)
         out: list[Reward] = []
         for start in range(0, len(samples), self.batch_size):
             stop = start + self.batch_size
@@ -125,6 +122,16 @@ class ModelTool(RewardTool):
                 continue
             out += [self._reward(v) for v in values]
         return out
+
+    def _inputs(self, scorer: Any, samples: Sequence[Sample]) -> tuple[list[Any], list[str]]:
+        text = [s.completion or "" for s in samples]
+        if getattr(scorer, "chat", None) is not None:
+            # The chat template clips by characters itself; chat prompts stay messages.
+            return [s.prompt if s.prompt is not None else "" for s in samples], text
+        prompts = [s.prompt_text()[-MAX_INPUT_CHARS:] for s in samples]
+        if self._reads_end:
+            return prompts, [c[-MAX_INPUT_CHARS:] for c in text]
+        return prompts, [c[:MAX_INPUT_CHARS] for c in text]
 
     def _reward(self, value: float) -> Reward:
         if not math.isfinite(value):
