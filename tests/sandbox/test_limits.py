@@ -115,10 +115,16 @@ CPU_BOUND = "import time\nwhile time.process_time() < 0.6:\n    pass\nprint('don
 @pytest.fixture
 def one_busy_cpu() -> Iterator[None]:
     """Pin this process (and the zygotes it starts) to one CPU, with three busy processes
-    on it: a run gets a quarter of a CPU at most."""
+    on it: a run gets a quarter of a CPU at most. Each hog has a session of its own: with
+    the kernel's autogroup scheduling a session is one scheduling group, and a run (which
+    calls setsid) would otherwise share the CPU half and half with all three hogs together,
+    finishing 0.6 s of CPU in about 1.2 s, too close to the 1 s limit to decide."""
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(before)})
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(3)
+    ]
     try:
         yield
     finally:
