@@ -6,9 +6,8 @@ out/); `tests/cli/test_reference.py` checks that every command has one.
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
+from typer.main import get_command_name
 
 EXAMPLES: dict[str, list[str]] = {
     "score": [
@@ -74,15 +73,10 @@ def epilog(lines: list[str]) -> str:
 def add_examples(app: typer.Typer, prefix: str = "") -> None:
     """Give every command of `app` (and of its sub-apps) its example, unless it has one."""
     for info in app.registered_commands:
-        name = (prefix + " " + _command_name(info)).strip()
+        own = info.name or (get_command_name(info.callback.__name__) if info.callback else "")
+        name = f"{prefix} {own}".strip()
         if name in EXAMPLES and not info.epilog:
             info.epilog = epilog(EXAMPLES[name])
     for group in app.registered_groups:
         if group.typer_instance is not None and group.name:
             add_examples(group.typer_instance, (prefix + " " + group.name).strip())
-
-
-def _command_name(info: Any) -> str:
-    if info.name:
-        return str(info.name)
-    return str(info.callback.__name__).replace("_", "-")

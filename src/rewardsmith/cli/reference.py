@@ -65,13 +65,13 @@ def _cell(text: str | None) -> str:
 def _section(path: tuple[str, ...], command: Command) -> list[str]:
     name = " ".join(path)
     lines = [f"{'#' * min(len(path) + 1, 4)} `{name}`", ""]
-    help_text = (command.help or "").strip()
-    if help_text:
-        lines += [help_text.split("\n\n")[0].replace("\n", " "), ""]
+    summary, *details = (command.help or "").strip().split("\n\n")
+    if summary:
+        lines += [summary.replace("\n", " "), ""]
     ctx = command.context_class(command, info_name=name)
-    lines += ["```", " ".join(command.collect_usage_pieces(ctx)).join([f"{name} ", ""]), "```", ""]
-    if len(help_text.split("\n\n")) > 1:
-        lines += ["\n\n".join(help_text.split("\n\n")[1:]), ""]
+    lines += ["```", f"{name} {' '.join(command.collect_usage_pieces(ctx))}", "```", ""]
+    if details:
+        lines += ["\n\n".join(details), ""]
     params = [p for p in command.params if not getattr(p, "hidden", False) and p.name != "help"]
     if params:
         lines += ["| parameter | type | default | help |", "|---|---|---|---|"]
