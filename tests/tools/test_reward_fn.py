@@ -4,7 +4,6 @@ sandbox run come back whole, every failure says what failed, and `tools add` tak
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,11 +91,13 @@ def test_ten_thousand_samples_in_one_call(contains: RewardFunctionTool) -> None:
 
 @pytest.mark.parametrize(("source", "status", "words"), FAILING)
 def test_every_failure_says_what_failed(source: str, status: str, words: str) -> None:
-    tool = RewardFunctionTool(ToolSpec(name="flaky", kind="code"), source=source, timeout=1.0)
     # The CPU limit is what the endless loop must hit; a 1 s wall-clock limit could end a
     # run on a loaded machine before the function is even loaded (a right answer, another
     # reason).
-    tool.limits = dataclasses.replace(tool.limits, wall_seconds=30.0)
+    tool = RewardFunctionTool(
+        ToolSpec(name="flaky", kind="code"), source=source, timeout=1.0, wall_seconds=30.0
+    )
+    assert tool.sandbox.limits.wall_seconds == 30.0
     first = ["fine", "trigger"] + ["fine"] * (CHUNK_SIZE - 2)
     samples = [Sample(completion=c, reference="x") for c in [*first, "fine", "fine"]]
     try:

@@ -40,10 +40,18 @@ class RewardFunctionTool(RewardTool):
         timeout: float = 10.0,
         memory_mb: int = 256,
         workers: int = 1,
+        wall_seconds: float | None = None,
     ) -> None:
+        # `timeout` is the CPU limit of one run and, unless `wall_seconds` is given, its
+        # wall-clock limit too. The limits are fixed here: the sandbox that checks the code
+        # at admission is the one that scores.
         self.spec = spec
         self.source = source
-        self.limits = SandboxLimits(wall_seconds=timeout, cpu_seconds=timeout, memory_mb=memory_mb)
+        self.limits = SandboxLimits(
+            wall_seconds=timeout if wall_seconds is None else wall_seconds,
+            cpu_seconds=timeout,
+            memory_mb=memory_mb,
+        )
         self.workers = workers
         self._sandbox: Sandbox | None = None
         given = (float(bounds[0]), float(bounds[1])) if bounds is not None else None
