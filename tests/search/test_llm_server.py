@@ -21,10 +21,13 @@ def test_llm_search_against_llama_cpp(
 ) -> None:
     out = tmp_path / "run"
     with llama_server(n_ctx=4096) as url:
-        monkeypatch.setenv("REWARDSMITH_LLM_BASE_URL", url)
-        monkeypatch.setenv("REWARDSMITH_LLM_MODEL", "smollm2")
+        # The flags win over the variables (a dead endpoint here); monkeypatch restores both,
+        # which the flags set for the process.
+        monkeypatch.setenv("REWARDSMITH_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        monkeypatch.setenv("REWARDSMITH_LLM_MODEL", "no-such-model")
         args = ["search", "run", "--task", str(tiny_task), "--generator", "llm", "--rounds", "2"]
         args += ["--per-round", "1", "--fidelity", "proxy", "--out", str(out), "--threads", "1"]
+        args += ["--llm-url", url, "--llm-model", "smollm2"]
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     rd = RunDir(out)

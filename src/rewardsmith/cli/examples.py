@@ -45,6 +45,8 @@ EXAMPLES: dict[str, list[str]] = {
         "--fidelity auto --out runs/search",
         "rewardsmith search run --task testbed --rounds 1 --per-round 4 --fidelity proxy "
         "--out runs/quick",
+        "rewardsmith search run --generator llm --llm-url http://127.0.0.1:8000/v1 --rounds 2 "
+        "--per-round 3 --fidelity proxy --out runs/llm",
     ],
     "search ensemble": ["rewardsmith search ensemble runs/search --sizes 3,5 --seeds 3"],
     "search audit": ["rewardsmith search audit runs/search"],

@@ -14,7 +14,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rewardsmith.cli.common import LibraryOption
+from rewardsmith.cli.common import (
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+)
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.models.loading import torch_threads
 
@@ -88,12 +94,16 @@ def run_cmd(
     report: Annotated[bool, typer.Option(help="Write RUNDIR/report.md at the end.")] = True,
     threads: Threads = None,
     library: LibraryOption = None,
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
 ) -> None:
     """Search for reward functions; writes RUNDIR (candidates/, results.jsonl, feedback/,
     report.md)."""
     _require_torch()
     from rewardsmith.search.loop import Search, SearchConfig
 
+    apply_llm_flags(llm_url, llm_model, llm_key)  # the llm generator reads them
     torch_threads(threads)
     config = SearchConfig(
         task=task,
