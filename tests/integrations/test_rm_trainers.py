@@ -29,6 +29,7 @@ from rewardsmith.rm.formats import render  # noqa: E402
 from rewardsmith.rm.model import load_scorer  # noqa: E402
 from rewardsmith.rm.train import TrainConfig, train  # noqa: E402
 from rm_fixtures import make_tiny_backbone, make_tiny_decoder, run_without_rewardsmith  # noqa: E402
+from tiny_trl import tiny_llama, two_step_grpo_config  # noqa: E402
 
 DOCS = [
     f"Question: {a} plus {b}?\nAnswer:\n\n<thinking>{a}+{b}={a + b}.</thinking>"
@@ -95,43 +96,23 @@ def test_grpo_trainer_uses_both_exported_models_as_reward_funcs(
     exported: dict[str, Path], tmp_path: Path
 ) -> None:
     from datasets import Dataset
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-    from trl import GRPOConfig, GRPOTrainer
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
 
     policy_tok = AutoTokenizer.from_pretrained(make_tiny_decoder(tmp_path / "policy_tok"))
     policy_tok.chat_template = CHATML
-    torch.manual_seed(0)
-    policy = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=len(policy_tok),
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            pad_token_id=policy_tok.pad_token_id,
-            eos_token_id=policy_tok.eos_token_id,
-        )
+    policy = tiny_llama(
+        len(policy_tok),
+        256,
+        pad_token_id=policy_tok.pad_token_id,
+        eos_token_id=policy_tok.eos_token_id,
     )
     questions = [f"Question: {a} plus {b}?\nAnswer: " for a, b in [(1, 2), (3, 4), (5, 6), (2, 2)]]
     dataset = Dataset.from_dict(
         {"prompt": [[{"role": "user", "content": q}] for q in questions]}  # conversational
     )
     recorder = Recorder()
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=8,
-        use_cpu=True,
-        bf16=False,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-    )
+    args = two_step_grpo_config(tmp_path / "out")
     trainer = GRPOTrainer(
         model=policy,
         reward_funcs=[str(exported["cross_rm"]), str(exported["decoder_rm"]), recorder],

@@ -13,6 +13,7 @@ import pytest
 from rewardsmith.errors import ConfigError
 from rewardsmith.integrations.trl import RewardFunction, completion_text, reward_funcs
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
+from tiny_trl import tiny_llama, two_step_grpo_config
 
 
 class RecordingTool(RewardTool):
@@ -287,25 +288,11 @@ def _tiny_tokenizer() -> Any:
 
 
 def test_grpo_trainer_trains_two_steps_on_rewardsmith_rewards(tmp_path: Path) -> None:
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from datasets import Dataset
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(_WORDS),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=1,
-    )
-    model = LlamaForCausalLM(config)  # random weights: nothing is downloaded
+    model = tiny_llama(len(_WORDS), 64, pad_token_id=0, bos_token_id=1, eos_token_id=1)
     dataset = Dataset.from_dict(
         {
             "prompt": [f"what is {a} plus {b}" for a, b in _PROBLEMS],
@@ -316,19 +303,7 @@ def test_grpo_trainer_trains_two_steps_on_rewardsmith_rewards(tmp_path: Path) ->
     recorder = RecordingTool()
     funcs = reward_funcs(["gsm8k", "format_tags"], library=library)
     funcs += reward_funcs(recorder, library=library)
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=8,
-        use_cpu=True,
-        bf16=False,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-    )
+    args = two_step_grpo_config(tmp_path / "out")
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=funcs,
