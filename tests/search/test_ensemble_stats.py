@@ -9,7 +9,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from rewardsmith.search.ensemble import plan, select_diverse
 from rewardsmith.search.results import CandidateRecord
-from rewardsmith.search.stats import indistinguishable, pairwise, rank_agreement, spread
+from rewardsmith.search.stats import indistinguishable, pairwise, rank_agreement, spread, versus
 
 
 def _rec(name: str, round_no: int, f1: float | None, admitted: bool = True) -> CandidateRecord:
@@ -76,6 +76,19 @@ def test_pairwise_mcnemar_is_bonferroni_corrected_over_all_pairs() -> None:
     assert not by_pair[("base", "same")]["significant"]
     table = indistinguishable(["base", "better", "same"], tests)
     assert table == {"base": ["same"], "better": [], "same": ["base"]}
+
+
+def test_versus_compares_each_with_the_reference_only() -> None:
+    base = [False] * 60 + [True] * 40
+    better = [True] * 30 + [False] * 30 + [True] * 40
+    worse = [False] * 70 + [True] * 30  # 10 fewer right
+    tests = versus(base, {"better": better, "worse": worse, "same": list(base)})
+    assert (tests["better"]["only_it"], tests["better"]["only_reference"]) == (30, 0)
+    assert (tests["worse"]["only_it"], tests["worse"]["only_reference"]) == (0, 10)
+    for t in tests.values():  # Bonferroni over the three compared, not over all pairs
+        assert t["p_bonferroni"] == pytest.approx(min(1.0, 3 * t["p_value"]))
+    assert tests["better"]["significant"] and tests["worse"]["significant"]
+    assert not tests["same"]["significant"] and tests["same"]["p_value"] == 1.0
 
 
 def test_rank_agreement_matches_scipy() -> None:

@@ -94,6 +94,9 @@ def test_report_has_every_section_and_plot(finished_run: Path) -> None:
     for png in ("f1_by_round.png", "ranks.png", "ensembles.png"):
         assert (finished_run / png).stat().st_size > 1000, png
     assert "Base rewards alone after 4 steps" in report
+    # The two candidates trained to 4 steps are each tested against the base at 4 steps.
+    assert "vs base: each candidate judged after 4 steps" in report
+    assert "Bonferroni-corrected over 2;" in report
 
 
 def test_audit_covers_the_structural_rewards(finished_run: Path) -> None:

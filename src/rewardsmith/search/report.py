@@ -22,7 +22,8 @@ from rich.table import Table
 
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.search import plots
-from rewardsmith.search.loop import description
+from rewardsmith.search.fitness import read_eval
+from rewardsmith.search.loop import BASE_RUN, description
 from rewardsmith.search.results import (
     AUDIT_FILE,
     ENSEMBLES_DIR,
@@ -33,7 +34,7 @@ from rewardsmith.search.results import (
     ranked,
     write_atomic,
 )
-from rewardsmith.search.stats import rank_agreement
+from rewardsmith.search.stats import rank_agreement, versus
 
 SHOWN = 15
 REASON_CHARS = 160
@@ -139,24 +140,70 @@ def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, Any]) -> lis
     return lines
 
 
+def against_base(rd: RunDir, records: Sequence[CandidateRecord]) -> dict[str, Any]:
+    """Each candidate against the base rewards alone on the validation problems, where both
+    were last judged after the same number of steps (the base run's newest evaluation):
+    `{steps, n, compared: {name: McNemar}}` (`search.stats.versus`), or {} before any."""
+    base = read_eval(rd.run_dir(BASE_RUN))
+    if base is None or "validation" not in base.get("sets", {}):
+        return {}
+    steps, reference = base["steps"], base["sets"]["validation"]["correct"]
+    outcomes = {}
+    for r in records:
+        data = read_eval(rd.run_dir(r.name)) if r.grpo else None
+        if data and data["steps"] == steps and "validation" in data.get("sets", {}):
+            outcomes[r.name] = data["sets"]["validation"]["correct"]
+    return {"steps": steps, "n": len(reference), "compared": versus(reference, outcomes)}
+
+
+def _versus_cell(test: dict[str, Any] | None) -> str:
+    if test is None:
+        return "-"
+    mark = " *" if test["significant"] else ""
+    return f"+{test['only_it']}/-{test['only_reference']}, p {test['p_bonferroni']:.3g}{mark}"
+
+
 def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
     order = [r for r in ranked(records) if r.admitted]
+    check = against_base(rd, records)
+    compared = check.get("compared", {})
     lines = [
         "## Ranking (best first)",
         "",
-        "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | separation | probe payout | proxy fitness | rewards |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | vs base | separation | probe payout | proxy fitness | rewards |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(order[:SHOWN], 1):
         path = rd.source_path(r.name)
         what = description(r, path.read_text() if path.exists() else None).replace("|", "/")
         lines.append(
             f"| {i} | {r.name} | {r.round} | {_grpo(r)} | {_f(r.grpo and r.grpo['accuracy'])} | "
-            f"{r.grpo['steps'] if r.grpo else '-'} | {_f(r.proxy and r.proxy['separation'])} | "
+            f"{r.grpo['steps'] if r.grpo else '-'} | {_versus_cell(compared.get(r.name))} | "
+            f"{_f(r.proxy and r.proxy['separation'])} | "
             f"{_f(r.proxy and r.proxy['probe_payout'])} | {_f(r.proxy and r.proxy['fitness'])} | {what} |"
         )
     if len(order) > SHOWN:
         lines.append(f"\n{len(order) - SHOWN} more admitted candidates in results.jsonl.")
+    if compared:
+        better = sorted(
+            n
+            for n, t in compared.items()
+            if t["significant"] and t["only_it"] > t["only_reference"]
+        )
+        worse = sorted(
+            n
+            for n, t in compared.items()
+            if t["significant"] and t["only_it"] < t["only_reference"]
+        )
+        lines += [
+            "",
+            f"vs base: each candidate judged after {check['steps']} steps against the base "
+            f"rewards alone after {check['steps']} steps, on the same {check['n']} validation "
+            "problems (exact McNemar; +problems only the candidate solves / -only the base "
+            f"solves; p Bonferroni-corrected over {len(compared)}; * below 0.05). "
+            f"Significantly better: {', '.join(better) or 'none'}; significantly worse: "
+            f"{', '.join(worse) or 'none'}.",
+        ]
     if order:
         best = order[0]
         lines += [

@@ -6,6 +6,8 @@ Built on `rewardsmith.rl.stats` (percentile bootstrap CIs, exact McNemar, Bonfer
   outcomes;
 - `pairwise`: the exact McNemar test for every pair of configurations judged on the same
   items, each p-value Bonferroni-corrected for the n(n-1)/2 comparisons;
+- `versus`: the exact McNemar test of each configuration against one reference (the base
+  rewards alone), Bonferroni-corrected over the configurations compared;
 - `indistinguishable`: for each configuration, the ones it cannot be told apart from at
   level `alpha` after the correction (the table the report prints);
 - `rank_agreement`: Spearman's rho and Kendall's tau (scipy.stats) between two fidelity
@@ -58,6 +60,26 @@ def pairwise(outcomes: Mapping[str, Sequence[bool]]) -> list[dict[str, Any]]:
                 "significant": test.p_adjusted < ALPHA,
             }
         )
+    return out
+
+
+def versus(
+    reference: Sequence[bool], outcomes: Mapping[str, Sequence[bool]]
+) -> dict[str, dict[str, Any]]:
+    """Exact McNemar of each configuration against `reference` on the same items (Bonferroni
+    over `len(outcomes)`): `{name: {only_it, only_reference, p_value, p_bonferroni,
+    significant}}`."""
+    m = max(1, len(outcomes))
+    out = {}
+    for name, correct in outcomes.items():
+        test = mcnemar_exact(correct, reference, comparisons=m)
+        out[name] = {
+            "only_it": test.b,
+            "only_reference": test.c,
+            "p_value": test.p_value,
+            "p_bonferroni": test.p_adjusted,
+            "significant": test.p_adjusted < ALPHA,
+        }
     return out
 
 
