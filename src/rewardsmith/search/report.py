@@ -2,7 +2,8 @@
 
 Sections: the settings; fitness by round (mean and best F1 per round against the base
 rewards alone, plot `f1_by_round.png`); the ranking (plot `ranks.png`: ranks by round, proxy
-against GRPO); the best single candidate; the rejected candidates with stage and reason;
+against GRPO; `against_base`: each candidate against base-only by exact McNemar on the
+validation problems, at the same budget); the best single candidate; the rejected candidates with stage and reason;
 the multi-fidelity check (Spearman and Kendall rank correlation between the proxy and the
 first GRPO budget, and the compute the proxy saved); the ensembles when `search ensemble`
 ran (test CIs, McNemar with Bonferroni, the indistinguishable table, the random control,
