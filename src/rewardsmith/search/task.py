@@ -180,9 +180,11 @@ TESTBED_TASK = SearchTask(
         "<thinking>worked steps such as 3*6=18. 14+18=32.</thinking><solution>32</solution>; "
         "the reference is the final number."
     ),
-    # lr 1e-4 as in the GRPO acceptance run (docs/grpo.md); at 5e-4 eight steps took the
-    # warm start's held-out F1 from about 0.35 to 0.07 (docs/search.md, Measured).
-    grpo={"max_new_tokens": 48, "lora_rank": 0, "lr": 1e-4},
+    # lr 3e-5: with 8 prompts a step, 240 steps at 1e-4 took the base rewards' test accuracy
+    # from the warm start's 0.393 down to 0.313 (McNemar p 2e-7), so a search ranked
+    # rewards by how much less they harmed; at 3e-5, 0.396 (p 0.88); at 5e-4 eight steps
+    # took F1 to 0.07 (docs/search.md, Measured).
+    grpo={"max_new_tokens": 48, "lora_rank": 0, "lr": 3e-5},
 )
 
 
