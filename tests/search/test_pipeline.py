@@ -60,6 +60,10 @@ def test_successive_halving_promotes_by_proxy_then_by_f1(finished_run: Path) -> 
         assert r.grpo_rungs[0]["steps"] == 2
     state = RunDir(finished_run).read_run()
     assert set(state["baseline"]) == {"2", "4"}
+    # The untrained policy, judged once on the same validation problems.
+    assert state["start"]["steps"] == 0 and 0.0 <= state["start"]["f1"] <= 1.0
+    start = json.loads((finished_run / "runs" / "start" / "eval.json").read_text())
+    assert start["steps"] == 0 and len(start["sets"]["validation"]["correct"]) == 12
 
 
 def test_ensembles_compare_every_pair_on_the_test_set(finished_run: Path) -> None:
@@ -75,6 +79,10 @@ def test_ensembles_compare_every_pair_on_the_test_set(finished_run: Path) -> Non
     for name, d in summary["test"].items():
         assert d["n"] == 12 and d["f1"]["low"] <= d["f1"]["value"] <= d["f1"]["high"], name
     assert set(summary["indistinguishable"]) == configs
+    # The starting policy is judged on the test set too; each configuration against it,
+    # outside the pairwise family.
+    assert summary["start"]["test"]["n"] == 12
+    assert set(summary["start"]["versus"]) == configs
 
 
 def test_report_has_every_section_and_plot(finished_run: Path) -> None:
@@ -96,6 +104,8 @@ def test_report_has_every_section_and_plot(finished_run: Path) -> None:
     assert "Base rewards alone after 4 steps" in report
     # The two candidates trained to 4 steps are each tested against the base at 4 steps.
     assert "vs base: each candidate judged after 4 steps" in report
+    assert "Starting policy, before GRPO: F1" in report and "| start (no GRPO) |" in report
+    assert "vs start: each configuration against the starting policy" in report
     assert "Bonferroni-corrected over 2;" in report
 
 

@@ -15,9 +15,10 @@ The best ensemble (topK or diverseK with K >= 3, by *validation* F1, so the test
 reports it did not pick it) and the base are retrained with `seeds - 1` more seeds for the
 seed spread. On the test set: bootstrap 95% CIs of accuracy and F1, exact McNemar for every
 pair of seed-0 configurations with Bonferroni, and which ones are indistinguishable
-(`search.stats`). Everything goes to `RUNDIR/ensembles/ensembles.json`; each configuration
-is saved as soon as it is judged, so an interrupted `search ensemble` continues where it
-stopped.
+(`search.stats`); the starting policy, untrained, is judged on the same problems and each
+configuration is tested against it (`start`: did GRPO help at all?). Everything goes to
+`RUNDIR/ensembles/ensembles.json`; each configuration is saved as soon as it is judged, so
+an interrupted `search ensemble` continues where it stopped.
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.library.store import Library
-from rewardsmith.search.fitness import GRPORun, candidate_tool, grpo_fitness, read_eval
-from rewardsmith.search.loop import SearchConfig
+from rewardsmith.search.fitness import (
+    GRPORun,
+    candidate_tool,
+    grpo_fitness,
+    read_eval,
+    starting_fitness,
+)
+from rewardsmith.search.loop import START_RUN, SearchConfig
 from rewardsmith.search.results import (
     ENSEMBLES_DIR,
     ENSEMBLES_FILE,
@@ -40,7 +47,7 @@ from rewardsmith.search.results import (
     RunDir,
     ranked,
 )
-from rewardsmith.search.stats import describe, indistinguishable, pairwise, spread
+from rewardsmith.search.stats import describe, indistinguishable, pairwise, spread, versus
 from rewardsmith.search.task import load_task
 
 #: Proxy-score correlation above which two candidates count as the same reward.
@@ -203,6 +210,12 @@ def run_ensembles(
                 f1s.append(train(name, configs[name]["members"], config.seed + k)["f1"])
             spreads[name] = spread(f1s)
         summary["seed_spread"] = spreads
+        start = read_eval(folder / "runs" / START_RUN)
+        if start is None or "test" not in start["sets"]:
+            say("the starting policy, before GRPO: judging it on the same problems")
+            starting_fitness(
+                task, {"test": test, "validation": validation}, folder / "runs" / START_RUN
+            )
     finally:
         lib.close()
     summary.update(compare(folder, configs, config.seed))
@@ -223,8 +236,18 @@ def compare(folder: Path, configs: dict[str, dict[str, Any]], seed: int) -> dict
         outcomes[name] = test["correct"]
         described[name] = describe(test["correct"], test["parseable"], seed)
     tests = pairwise(outcomes)
-    return {
+    out: dict[str, Any] = {
         "test": described,
         "mcnemar": tests,
         "indistinguishable": indistinguishable(list(outcomes), tests),
     }
+    start = read_eval(folder / "runs" / START_RUN)
+    if start is not None and "test" in start["sets"]:
+        # The untrained policy: not one of the compared configurations (the Bonferroni
+        # family stays the same); each configuration is tested against it on its own.
+        first = start["sets"]["test"]
+        out["start"] = {
+            "test": describe(first["correct"], first["parseable"], seed),
+            "versus": versus(first["correct"], outcomes),
+        }
+    return out

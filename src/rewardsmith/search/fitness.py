@@ -168,7 +168,6 @@ def grpo_fitness(
     (and `sets` with each set's numbers when there are several); writes `eval.json` with
     every completion and verdict."""
     from rewardsmith.models.checkpoints import latest_checkpoint
-    from rewardsmith.rl.evaluate import evaluate_policy
     from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
     from rewardsmith.rl.policies import load_policy, load_pretrained
 
@@ -201,11 +200,32 @@ def grpo_fitness(
         trainer.train(resume=resume, on_step=on_step, save_model=False)
         policy.model = trainer.model
         trained = policy
+    sets = judge(task, trained, held_out, run.out, run.steps)
+    first = next(iter(sets.values()))
+    out = {
+        **first,
+        "steps": run.steps,
+        "seconds": round(time.perf_counter() - start, 1),
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+        "training": training_trends(run.out / "metrics.jsonl"),
+    }
+    if len(sets) > 1:
+        out["sets"] = sets
+    return out
+
+
+def judge(
+    task: SearchTask, policy: Any, held_out: Mapping[str, Sequence[Any]], out: Path, steps: int
+) -> dict[str, dict[str, Any]]:
+    """Greedy accuracy and F1 (bootstrap 95% CIs) of `policy` on each held-out set; writes
+    `out/eval.json` (`steps`, and per set every verdict and completion)."""
+    from rewardsmith.rl.evaluate import evaluate_policy
+
     sets: dict[str, dict[str, Any]] = {}
-    record: dict[str, Any] = {"steps": run.steps, "sets": {}}
+    record: dict[str, Any] = {"steps": steps, "sets": {}}
     for set_name, problems in held_out.items():
         judged = evaluate_policy(
-            trained,
+            policy,
             problems,
             answer_format=task.answer_format,  # type: ignore[arg-type]
             max_new_tokens=task.eval_max_new_tokens,
@@ -224,18 +244,25 @@ def grpo_fitness(
             "parseable": judged.parseable,
             "completions": judged.completions,
         }
-    (run.out / EVAL_FILE).write_text(json.dumps(record) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / EVAL_FILE).write_text(json.dumps(record) + "\n")
+    return sets
+
+
+def starting_fitness(
+    task: SearchTask, held_out: Mapping[str, Sequence[Any]], out: Path, device: str = "cpu"
+) -> dict[str, Any]:
+    """The task's policy before any GRPO, judged like a trained one (`steps` 0): the point
+    every GRPO run should at least hold."""
+    from rewardsmith.rl.policies import load_policy
+
+    start = time.perf_counter()
+    sets = judge(task, load_policy(task.policy, device=device), held_out, out, 0)
     first = next(iter(sets.values()))
-    out = {
-        **first,
-        "steps": run.steps,
-        "seconds": round(time.perf_counter() - start, 1),
-        "cpu_seconds": round(time.process_time() - cpu, 1),
-        "training": training_trends(run.out / "metrics.jsonl"),
-    }
+    metrics = {**first, "steps": 0, "seconds": round(time.perf_counter() - start, 1)}
     if len(sets) > 1:
-        out["sets"] = sets
-    return out
+        metrics["sets"] = sets
+    return metrics
 
 
 def training_trends(metrics: Path) -> dict[str, dict[str, float]]:

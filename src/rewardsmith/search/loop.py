@@ -19,7 +19,9 @@ Each round:
      measured over the proxy's whole range, not only its top.
 
 Base rewards alone are trained once per GRPO budget (`runs/base`), the reference every
-candidate's F1 is read against. `--resume` reruns the same steps and skips each one a
+candidate's F1 is read against; the starting policy is judged once, untrained (`runs/start`,
+`run.json` `start`), so the report can tell when GRPO at these settings makes even the base
+run worse than where it began (then a ranking measures which reward harms least). `--resume` reruns the same steps and skips each one a
 record shows done: a candidate is never generated, checked, scored or trained twice (an
 interrupted GRPO run continues from its newest checkpoint).
 """
@@ -45,6 +47,7 @@ from rewardsmith.search.fitness import (
     candidate_tool,
     grpo_fitness,
     proxy_fitness,
+    starting_fitness,
 )
 from rewardsmith.search.generator import Generator, OfflineGenerator
 from rewardsmith.search.pool import (
@@ -62,6 +65,7 @@ from rewardsmith.search.task import SearchTask, load_task
 FIDELITIES = ("proxy", "grpo", "auto")
 GENERATORS = ("offline", "llm")
 BASE_RUN = "base"
+START_RUN = "start"
 Progress = Callable[[str], None]
 _DOC_LINE = re.compile(r'^\s*(?:"""|\'\'\')\s*(.+?)\s*$', re.MULTILINE)
 
@@ -306,6 +310,7 @@ class Search:
             for r in extra:
                 r.details["calibration"] = True
             entrants = entrants + extra
+        self._start()
         for rung, steps in enumerate(cfg.grpo_steps):
             self._baseline(steps)
             for record in entrants:
@@ -333,6 +338,21 @@ class Search:
         return grpo_fitness(
             self.task, rewards, run, {"validation": self.validation}, library=self.library
         )
+
+    def _start(self) -> None:
+        if "start" in self.rd.read_run():
+            return
+        self.say("the starting policy, before GRPO")
+        metrics = starting_fitness(
+            self.task,
+            {"validation": self.validation},
+            self.rd.run_dir(START_RUN),
+            self.config.device,
+        )
+        state = self.rd.read_run()
+        state["start"] = metrics
+        self.rd.write_run(state)
+        self.say(f"starting policy: F1 {metrics['f1']:.3f} before GRPO")
 
     def _baseline(self, steps: int) -> None:
         if str(steps) in self.rd.read_run().get("baseline", {}):

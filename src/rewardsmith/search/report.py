@@ -3,7 +3,8 @@
 Sections: the settings; fitness by round (mean and best F1 per round against the base
 rewards alone, plot `f1_by_round.png`); the ranking (plot `ranks.png`: ranks by round, proxy
 against GRPO; `against_base`: each candidate against base-only by exact McNemar on the
-validation problems, at the same budget); the best single candidate; the rejected candidates with stage and reason;
+validation problems, at the same budget); the starting policy before GRPO, and whether
+base-only training beat it, held it or harmed it; the best single candidate; the rejected candidates with stage and reason;
 the multi-fidelity check (Spearman and Kendall rank correlation between the proxy and the
 first GRPO budget, and the compute the proxy saved); the ensembles when `search ensemble`
 ran (test CIs, McNemar with Bonferroni, the indistinguishable table, the random control,
@@ -24,7 +25,7 @@ from rich.table import Table
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.search import plots
 from rewardsmith.search.fitness import read_eval
-from rewardsmith.search.loop import BASE_RUN, description
+from rewardsmith.search.loop import BASE_RUN, START_RUN, description
 from rewardsmith.search.results import (
     AUDIT_FILE,
     ENSEMBLES_DIR,
@@ -139,6 +140,40 @@ def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, Any]) -> lis
         )
     lines.append("")
     return lines
+
+
+def _did_grpo_help(only_trained: int, only_start: int, significant: bool) -> str:
+    if not significant:
+        return "not significantly different from the starting policy"
+    if only_trained > only_start:
+        return "significantly better than the starting policy"
+    return (
+        "**significantly worse than the starting policy**: at these GRPO settings training "
+        "itself harms the policy, so F1 differences rank which reward harms least; lower "
+        "`lr` or raise `prompts_per_step` in the task's `grpo` settings"
+    )
+
+
+def _start_lines(rd: RunDir, state: dict[str, Any]) -> list[str]:
+    """The untrained policy on the validation problems, and base-only at its last budget
+    against it (exact McNemar)."""
+    start = state.get("start")
+    if not start:
+        return []
+    low, high = start["ci95"]["f1"]
+    lines = [f"Starting policy, before GRPO: F1 {start['f1']:.3f} [{low:.3f}, {high:.3f}]."]
+    before, after = read_eval(rd.run_dir(START_RUN)), read_eval(rd.run_dir(BASE_RUN))
+    if before and after and "validation" in before["sets"] and "validation" in after["sets"]:
+        test = versus(
+            before["sets"]["validation"]["correct"],
+            {"base": after["sets"]["validation"]["correct"]},
+        )["base"]
+        lines[-1] += (
+            f" Base rewards alone after {after['steps']} steps against it: +{test['only_it']}/"
+            f"-{test['only_reference']} problems, exact McNemar p {test['p_value']:.3g}: "
+            f"{_did_grpo_help(test['only_it'], test['only_reference'], test['significant'])}."
+        )
+    return [*lines, ""]
 
 
 def against_base(rd: RunDir, records: Sequence[CandidateRecord]) -> dict[str, Any]:
@@ -263,17 +298,31 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
         f"Base rewards plus the selected candidates (element-wise sum), {summary.get('steps')} "
         "GRPO steps each, judged on the test set (never used to rank or select).",
         "",
-        "| configuration | members | test accuracy [95% CI] | test F1 [95% CI] | validation F1 |",
-        "|---|---|---|---|---|",
+        "| configuration | members | test accuracy [95% CI] | test F1 [95% CI] | validation F1 | vs start |",
+        "|---|---|---|---|---|---|",
     ]
+    start = summary.get("start", {})
+    against = start.get("versus", {})
+    if start:
+        lines.append(
+            f"| start (no GRPO) | - | {_ci(start['test']['accuracy'])} | {_ci(start['test']['f1'])} | - | - |"
+        )
     for name in described:
         run = runs.get(name, {})
         val = run.get("sets", {}).get("validation", {}).get("f1")
         lines.append(
             f"| {name} | {', '.join(run.get('members', [])) or '-'} | {_ci(described[name]['accuracy'])} | "
-            f"{_ci(described[name]['f1'])} | {_f(val)} |"
+            f"{_ci(described[name]['f1'])} | {_f(val)} | {_versus_cell(against.get(name))} |"
         )
     lines.append("")
+    if "base" in against:
+        t = against["base"]
+        lines.append(
+            f"vs start: each configuration against the starting policy on the same test problems "
+            f"(exact McNemar, Bonferroni over {len(against)}). Base rewards alone are "
+            f"{_did_grpo_help(t['only_it'], t['only_reference'], t['significant'])}."
+        )
+        lines.append("")
     for note in summary.get("notes", []):
         lines.append(f"- not trained: {note}")
     best = summary.get("best")
@@ -378,6 +427,7 @@ def write_report(rundir: str | Path) -> Path:
         except MissingDependencyError:
             drawn[file] = False
     lines += _rounds(records, baseline)
+    lines += _start_lines(rd, state)
     if drawn.get("f1_by_round.png"):
         lines += ["![F1 by round](f1_by_round.png)", ""]
     lines += _ranking(rd, records)
