@@ -13,6 +13,7 @@ from rewardsmith.cli.main import app
 from rewardsmith.errors import ConfigError
 from rewardsmith.search.loop import Search, SearchConfig
 from rewardsmith.search.results import RunDir
+from rewardsmith.search.task import run_task
 
 RESULT_FIELDS = {"round", "name", "admitted", "stage", "reason", "proxy", "grpo"}
 
@@ -78,6 +79,26 @@ def test_resume_continues_without_redoing_candidates(tiny_task: Path, tmp_path: 
         if name != records[-1].name:
             assert after[name].proxy == record.proxy
     assert after[records[-1].name].admitted is True
+
+
+def test_a_resumed_run_and_its_ensembles_keep_the_task_settings_it_started_with(
+    tiny_task: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    _run(tiny_task, out, rounds=1)
+    started = json.loads(tiny_task.read_text())
+    changed = {**started, "grpo": {**started.get("grpo", {}), "lr": 0.5}}
+    tiny_task.write_text(json.dumps(changed))  # a default or the file changed since
+    state = RunDir(out).read_run()
+    assert run_task(state).grpo == started.get("grpo", {})  # what ensembles and audit use
+    config = SearchConfig(task=str(tiny_task), rounds=1, per_round=3, fidelity="proxy")
+    search = Search(config, out, resume=True)
+    try:
+        assert search.task.grpo == started.get("grpo", {})
+    finally:
+        search.close()
+    # A run folder from before the task was stored falls back to --task.
+    assert run_task({"config": state["config"]}).grpo["lr"] == 0.5
 
 
 def test_a_folder_holding_a_run_needs_resume_and_the_same_settings(

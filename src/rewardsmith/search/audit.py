@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.search.fitness import read_eval, training_trends
-from rewardsmith.search.loop import BASE_RUN, SearchConfig
+from rewardsmith.search.loop import BASE_RUN
 from rewardsmith.search.pool import load_pool
 from rewardsmith.search.results import AUDIT_FILE, ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
-from rewardsmith.search.task import load_task
+from rewardsmith.search.task import run_task
 from rewardsmith.synth.features import FEATURE_CONSTANTS
 from rewardsmith.synth.primitives import compile_program, primitive_source
 
@@ -113,8 +113,7 @@ def run_audit(rundir: str | Path, *, progress: Progress | None = None) -> dict[s
     """Audit every structural candidate (see the module docstring); writes `audit.json`."""
     say = progress or (lambda msg: None)
     rd = RunDir(rundir).require()
-    config = SearchConfig.from_dict(rd.read_run()["config"])
-    task = load_task(config.task)
+    task = run_task(rd.read_run())
     functions = feature_functions(task.think_tag, task.answer_tag)
     pool = load_pool(rd.path)
     right = [it for it in pool if it.correct]

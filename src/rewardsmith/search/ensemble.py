@@ -48,7 +48,7 @@ from rewardsmith.search.results import (
     ranked,
 )
 from rewardsmith.search.stats import describe, indistinguishable, pairwise, spread, versus
-from rewardsmith.search.task import load_task
+from rewardsmith.search.task import run_task
 
 #: Proxy-score correlation above which two candidates count as the same reward.
 DUPLICATE_CORRELATION = 0.95
@@ -143,7 +143,7 @@ def run_ensembles(
     rd = RunDir(rundir).require()
     state = rd.read_run()
     config = SearchConfig.from_dict(state["config"])
-    task = load_task(config.task)
+    task = run_task(state)
     validation, test = task.held_out()
     records = rd.read_records()
     scores = {r.name: s["pool"] for r in records if (s := rd.proxy_scores(r.name))}

@@ -60,7 +60,7 @@ from rewardsmith.search.pool import (
 )
 from rewardsmith.search.program import RewardProgram
 from rewardsmith.search.results import CandidateRecord, RunDir, ranked
-from rewardsmith.search.task import SearchTask, load_task
+from rewardsmith.search.task import SearchTask, load_task, run_task
 
 FIDELITIES = ("proxy", "grpo", "auto")
 GENERATORS = ("offline", "llm")
@@ -147,7 +147,8 @@ class Search:
         self.rd = RunDir(rundir)
         self.say = progress or (lambda msg: None)
         self._open_run(resume)
-        self.task: SearchTask = load_task(config.task)
+        # A resumed run keeps the task settings it started with (`run.json`).
+        self.task: SearchTask = run_task(self.rd.read_run()) if resume else load_task(config.task)
         self.library = Library(library)
         self.llm_client = llm_client
         self.records: list[CandidateRecord] = self.rd.read_records()

@@ -236,3 +236,13 @@ def load_task(spec: str) -> SearchTask:
         if isinstance(value, str) and value not in names and not Path(value).is_absolute():
             data[key] = str(path.parent / value)
     return SearchTask.from_dict(data, where=f"task file {path}")
+
+
+def run_task(state: Mapping[str, Any]) -> SearchTask:
+    """The task a run was started with: the settings `run.json` stored, so a resumed run, its
+    ensembles and its audit train exactly as the search did even after a default or the
+    task file changed; `load_task` of the run's `--task` for a run that stored none yet."""
+    stored = state.get("task")
+    if isinstance(stored, Mapping):
+        return SearchTask.from_dict(stored, where="run.json task")
+    return load_task(state["config"]["task"])
