@@ -454,8 +454,12 @@ def write_report(rundir: str | Path) -> Path:
 def ensemble_table(summary: dict[str, Any]) -> Table:
     """The ensembles' test numbers as a terminal table."""
     table = Table(title=f"ensembles: test set, {summary.get('steps')} GRPO steps each")
-    for col in ("configuration", "size", "accuracy [95% CI]", "F1 [95% CI]"):
+    for col in ("configuration", "size", "accuracy [95% CI]", "F1 [95% CI]", "vs start"):
         table.add_column(col, justify="left" if col == "configuration" else "right")
+    start = summary.get("start", {})
+    if start:
+        test = start["test"]
+        table.add_row("start (no GRPO)", "-", _ci(test["accuracy"]), _ci(test["f1"]), "-")
     for name, d in summary.get("test", {}).items():
         size = summary.get("configs", {}).get(name, {}).get("size", "?")
         table.add_row(
@@ -463,5 +467,6 @@ def ensemble_table(summary: dict[str, Any]) -> Table:
             str(size),
             _ci(d["accuracy"]),
             _ci(d["f1"]),
+            _versus_cell(start.get("versus", {}).get(name)),
         )
     return table
