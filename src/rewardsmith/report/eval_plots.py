@@ -12,23 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.errors import InputError, MissingDependencyError
+from rewardsmith.errors import InputError
+from rewardsmith.report.pyplot import pyplot
 
 # Colours per column / policy, in order (matplotlib's default cycle, fixed for stable plots).
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 # Set names longer than this are shortened on the axis (the JSON keeps the full name).
 LABEL_CHARS = 28
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise MissingDependencyError("matplotlib", "rl") from exc
-    return plt
 
 
 def _short(label: str) -> str:
@@ -50,7 +40,7 @@ def plot_rm_eval(payload: dict[str, Any], out: str | Path) -> Path:
     if not columns:
         raise InputError("rm eval results hold no columns to plot")
     keys = list(next(iter(columns.values())))
-    plt = _pyplot()
+    plt = pyplot()
     width = 0.8 / len(columns)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(keys) + 2), 4.5))
     for i, (name, results) in enumerate(columns.items()):
@@ -94,7 +84,7 @@ def plot_grpo_eval(report: dict[str, Any], out: str | Path) -> Path:
     if not policies:
         raise InputError("grpo eval results hold no policies to plot")
     comparisons: list[dict[str, Any]] = report.get("comparisons") or []
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(
         1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1.2, 1]}, squeeze=True
     )

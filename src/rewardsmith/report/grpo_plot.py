@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.errors import InputError, MissingDependencyError
+from rewardsmith.errors import InputError
 from rewardsmith.jsonl import read_jsonl
+from rewardsmith.report.pyplot import pyplot
 
 # Raw per-step values are noisy with a handful of prompts per step; the plot also draws a
 # moving average over this many steps.
@@ -41,13 +42,7 @@ def moving_average(values: Sequence[float], window: int = SMOOTH_STEPS) -> list[
 
 def plot_metrics(metrics: str | Path, out: str | Path) -> Path:
     """Three panels (rewards and their components, accuracy, completion length) to `out`."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise MissingDependencyError("matplotlib", "rl") from exc
+    plt = pyplot()
     rows = read_metrics(metrics)
     steps = [r["step"] for r in rows]
     reward_keys = ["reward"] + sorted(

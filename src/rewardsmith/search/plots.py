@@ -12,25 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.errors import MissingDependencyError
+from rewardsmith.report.pyplot import pyplot
 from rewardsmith.search.results import CandidateRecord, ranked
-
-
-def _plt() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise MissingDependencyError("matplotlib", "rl") from exc
-    return plt
 
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -39,7 +28,7 @@ def f1_by_round(
 ) -> Path | None:
     """Each GRPO-judged candidate's validation F1 by round, the round means, and the base
     rewards alone (dashed, per budget); proxy fitness when nothing was trained."""
-    plt = _plt()
+    plt = pyplot()
     trained = [(r.round, r.grpo["f1"]) for r in records if r.grpo]
     fig, ax = plt.subplots(figsize=(7, 4))
     rounds = sorted({r.round for r in records})
@@ -74,7 +63,7 @@ def f1_by_round(
 def ranks(records: Sequence[CandidateRecord], path: Path) -> Path | None:
     """Left: final rank (1 = best) of every admitted candidate against its round (filled:
     judged by GRPO; hollow: by the proxy only). Right: proxy fitness against GRPO F1."""
-    plt = _plt()
+    plt = pyplot()
     order = [r for r in ranked(records) if r.admitted]
     if not order:
         return None
@@ -105,7 +94,7 @@ def ensembles(summary: dict[str, Any], path: Path) -> Path | None:
     described = summary.get("test") or {}
     if not described:
         return None
-    plt = _plt()
+    plt = pyplot()
     names = sorted(described, key=lambda n: described[n]["f1"]["value"])
     values = [described[n]["f1"]["value"] for n in names]
     low = [v - described[n]["f1"]["low"] for n, v in zip(names, values, strict=True)]
@@ -141,7 +130,7 @@ def audit(audit_data: dict[str, Any], path: Path) -> Path | None:
             points.append((run["reward_change"], gain, bool(entry["flags"]), entry["name"]))
     if not points:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for x, y, flagged, name in points:
         ax.scatter(x, y, color="C3" if flagged else "C0", alpha=0.7)

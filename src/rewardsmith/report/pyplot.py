@@ -1,0 +1,19 @@
+"""matplotlib's pyplot on the Agg backend (files only, no display), imported on first use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rewardsmith.errors import MissingDependencyError
+
+
+def pyplot() -> Any:
+    """`matplotlib.pyplot` with the Agg backend; `MissingDependencyError` without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise MissingDependencyError("matplotlib", "rl") from exc
+    return plt
