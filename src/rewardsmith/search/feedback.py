@@ -80,7 +80,7 @@ class Feedback:
             ]
             for i, r in enumerate(self.ranking[:shown], 1):
                 lines.append(
-                    f"| {i} | {r.name} | {r.round} | {_grpo(r)} | "
+                    f"| {i} | {r.name} | {r.round} | {r.f1_text()} | "
                     f"{_num(r.grpo, 'accuracy')} | {r.grpo['steps'] if r.grpo else '-'} | "
                     f"{_num(r.proxy, 'separation')} | {_num(r.proxy, 'probe_payout')} | "
                     f"{_cell(self.descriptions.get(r.name, r.origin))} |"
@@ -125,13 +125,6 @@ def _num(metrics: dict | None, key: str) -> str:
     if not metrics or metrics.get(key) is None:
         return "-"
     return f"{metrics[key]:.3f}"
-
-
-def _grpo(r: CandidateRecord) -> str:
-    if not r.grpo:
-        return "-"
-    low, high = r.grpo["ci95"]["f1"]
-    return f"{r.grpo['f1']:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def _cell(text: str) -> str:

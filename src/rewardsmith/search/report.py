@@ -52,13 +52,6 @@ def _ci(d: dict[str, Any] | None) -> str:
     return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
 
-def _grpo(r: CandidateRecord) -> str:
-    if not r.grpo:
-        return "-"
-    low, high = r.grpo["ci95"]["f1"]
-    return f"{r.grpo['f1']:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def fidelity_check(records: Sequence[CandidateRecord]) -> dict[str, Any]:
     """Rank agreement of the proxy with the first GRPO budget, and what the proxy saved."""
     both = [r for r in records if r.proxy and r.grpo_rungs]
@@ -213,7 +206,7 @@ def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
         path = rd.source_path(r.name)
         what = description(r, path.read_text() if path.exists() else None).replace("|", "/")
         lines.append(
-            f"| {i} | {r.name} | {r.round} | {_grpo(r)} | {_f(r.grpo and r.grpo['accuracy'])} | "
+            f"| {i} | {r.name} | {r.round} | {r.f1_text()} | {_f(r.grpo and r.grpo['accuracy'])} | "
             f"{r.grpo['steps'] if r.grpo else '-'} | {_versus_cell(compared.get(r.name))} | "
             f"{_f(r.proxy and r.proxy['separation'])} | "
             f"{_f(r.proxy and r.proxy['probe_payout'])} | {_f(r.proxy and r.proxy['fitness'])} | {what} |"

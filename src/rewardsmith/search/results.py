@@ -87,6 +87,13 @@ class CandidateRecord:
             return (1.0, 0.0, -self.proxy["fitness"], -self.proxy["separation"])
         return (2.0, 0.0, 0.0, 0.0)
 
+    def f1_text(self) -> str:
+        """The last GRPO F1 with its 95% CI, `0.340 [0.287, 0.393]`, or `-` before any."""
+        if not self.grpo:
+            return "-"
+        low, high = self.grpo["ci95"]["f1"]
+        return f"{self.grpo['f1']:.3f} [{low:.3f}, {high:.3f}]"
+
 
 class RunDir:
     """A search run's folder (see the module docstring)."""
