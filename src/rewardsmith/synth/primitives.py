@@ -118,6 +118,15 @@ class Composition:
         """True when it needs the host's math tool (it cannot run in the sandbox alone)."""
         return COMPARATORS[self.comparator].host
 
+    @property
+    def primitives(self) -> list[str]:
+        """Every primitive it calls: the extractors (the reference's too), the normalizers,
+        the comparator."""
+        names = [*self.extractors]
+        if self.reference_extractor and self.reference_extractor not in names:
+            names.append(self.reference_extractor)
+        return [*names, *self.normalizers, self.comparator]
+
     def describe(self) -> str:
         """One sentence: how the answer is read and compared."""
         read = "; else ".join(EXTRACTORS[e].summary for e in self.extractors)
@@ -197,11 +206,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     """
     info = info or ProgramInfo()
     c = composition
-    names = [*c.extractors]
-    if c.reference_extractor and c.reference_extractor not in names:
-        names.append(c.reference_extractor)
-    names += [*c.normalizers, c.comparator]
-    prims = _closure(names)
+    prims = _closure(c.primitives)
     doc = [f"Reward for {info.title}: 1.0 when the completion's answer matches the reference."]
     doc.append("")
     doc += textwrap.wrap(f"How: {c.describe()}.", 88)
@@ -220,14 +225,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     parts = [header, *(p.source.rstrip("\n") for p in prims)]
     find, readers = _answer_readers(c)
     parts += readers
-    compared = (
-        f"{c.comparator}(normalize(answer), normalize(reference))"
-        if c.normalizers
-        else f"{c.comparator}(answer, reference)"
-    )
-    ref_line = (
-        f"    reference = {c.reference_extractor}(reference)\n" if c.reference_extractor else ""
-    )
+    ref_line, compared = _comparison(c)
     parts.append(
         "def score_one(completion, reference):\n"
         '    """1.0 when the answer in the completion matches the reference, else 0.0."""\n'
@@ -251,6 +249,17 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         "    return scores"
     )
     return "\n\n\n".join(parts) + "\n"
+
+
+def _comparison(c: Composition) -> tuple[str, str]:
+    """The line reading the reference (or "") and the comparison expression, shared by
+    `render`'s `score_one` and `render_check`'s `answer_matches`."""
+    ref_line = (
+        f"    reference = {c.reference_extractor}(reference)\n" if c.reference_extractor else ""
+    )
+    if c.normalizers:
+        return ref_line, f"{c.comparator}(normalize(answer), normalize(reference))"
+    return ref_line, f"{c.comparator}(answer, reference)"
 
 
 def _answer_readers(c: Composition) -> tuple[str, list[str]]:
@@ -293,19 +302,9 @@ def render_check(composition: Composition) -> tuple[list[str], list[str]]:
     `def answer_matches(text, reference) -> bool` (the same reading and comparison as
     `render`'s `score_one`). The program must define `MAX_COMPLETION_CHARS`."""
     c = composition
-    names = [*c.extractors]
-    if c.reference_extractor and c.reference_extractor not in names:
-        names.append(c.reference_extractor)
-    imports, sources = primitive_source([*names, *c.normalizers, c.comparator])
+    imports, sources = primitive_source(c.primitives)
     find, readers = _answer_readers(c)
-    compared = (
-        f"{c.comparator}(normalize(answer), normalize(reference))"
-        if c.normalizers
-        else f"{c.comparator}(answer, reference)"
-    )
-    ref_line = (
-        f"    reference = {c.reference_extractor}(reference)\n" if c.reference_extractor else ""
-    )
+    ref_line, compared = _comparison(c)
     check = (
         "def answer_matches(text, reference):\n"
         f'    """Whether the answer matches: {c.describe()}."""\n'
