@@ -30,6 +30,9 @@ needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="../shared/data is
 
 # math-verify spends seconds on this (Python-level work, interruptible by an alarm).
 NESTED_FRACTION = "$" + "\\frac{1}{" * 1000 + "2" + "}" * 1000 + "$"
+# A megabyte that math-verify scans for seconds even after clipping, also in a process that
+# has parsed LaTeX before (the nested fraction takes ~7 s the first time, ~0.3 s after).
+SLOW_SCAN = "\\[" * 500_000
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +205,7 @@ def test_timeout_inside_a_worker_scores_zero() -> None:
     try:
         samples = [
             Sample(completion=NESTED_FRACTION, reference="2"),
-            # A megabyte that math-verify scans for seconds even after clipping.
-            Sample(completion="\\[" * 500_000, reference="2"),
+            Sample(completion=SLOW_SCAN, reference="2"),
             Sample(completion="\\boxed{2}", reference="2"),
         ]
         tool.score([Sample(completion="\\boxed{1}", reference="1")])  # start the worker
@@ -221,8 +223,10 @@ def test_timeout_inside_a_worker_scores_zero() -> None:
 
 def test_in_process_timeout_on_the_main_thread() -> None:
     # workers=0 has a deadline only on the main thread (signals); pytest runs tests there.
+    # The input must be slow in a warm process: an earlier in-process parse makes the nested
+    # fraction take ~0.3 s, a coin toss at this limit.
     tool = MathTool(workers=0, timeout_seconds=0.3)
-    reward = one(tool, "2", NESTED_FRACTION)
+    reward = one(tool, "2", SLOW_SCAN)
     assert (reward.score, reward.status) == (0.0, "timeout")
 
 
