@@ -4,12 +4,14 @@ Started by `rewardsmith.sandbox.pool` as a `process.WorkerProcess` (a fresh `pyt
 that imports this module without the rest of rewardsmith and calls `main` with its pipes
 and the pool's limits). At start it isolates itself once (`isolation.py`: PID, network,
 mount and IPC namespaces, the run budget's cgroup, the minimal root with a fresh /proc;
-children inherit all of it), makes itself non-dumpable and pre-imports the modules tests
-use.
+children inherit all of it), makes itself non-dumpable, installs a seccomp filter that
+refuses the kernel keyring's calls (keys are kept per uid, not per process: one run's key
+would be there for the next) and pre-imports the modules tests use.
 
 Each run gets a child forked in advance, into the run cgroup, while the zygote is idle
-(`child.py`): it warms its pages, sets the pool's rlimits, drops to the run's uid (as root)
-or its capabilities (in a user namespace), enters an empty working directory and only then
+(`child.py`): it warms its pages, sets the pool's rlimits, enters an IPC namespace of its
+own (what the run makes there dies with it), drops to the run's uid (as root) or its
+capabilities (in a user namespace), enters an empty working directory and only then
 waits for a job, reading it straight from the caller's pipe (length-prefixed JSON; never
 pickle). It tells the zygote when it starts; the zygote enforces the deadline, clips
 output, watches the memory budget (`supervise.py`), answers the caller as soon as the
@@ -35,7 +37,7 @@ import time
 from typing import Any
 
 from rewardsmith.sandbox import _linux, budget
-from rewardsmith.sandbox.child import run_child
+from rewardsmith.sandbox.child import own_ipc_works, run_child
 from rewardsmith.sandbox.isolation import become_init, enter_view, isolate, world_readable
 from rewardsmith.sandbox.process import read_frame, recv, send, write_all
 from rewardsmith.sandbox.rootfs import PRIVATE_TMP_DIRS, python_paths
@@ -77,8 +79,9 @@ PR_SET_CHILD_SUBREAPER = 36
 TMP_PREFIX = "rewardsmith-zygote-"
 # The environment every child sees: nothing of the caller's (API keys, tokens, paths).
 CHILD_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
-# After a run, how long the zygote waits for its processes to be gone from the run cgroup
-# (so the next run starts with its whole budget) before it goes on regardless.
+# After a run, how long the zygote waits for its processes to be gone from the run cgroup,
+# and for the shared memory it made to be freed (so the next run starts with its whole
+# budget), before it goes on regardless.
 DRAIN_SECONDS = 2.0
 
 
@@ -167,6 +170,7 @@ class Zygote:
                     limits,
                     drop_caps=bool(self.info.get("drop_caps")),
                     budget=self.budget.kind != "rlimit",
+                    own_ipc=bool(self.info.get("ipc_per_run")),
                 )
         finally:
             self.budget.leave()
@@ -219,11 +223,13 @@ class Zygote:
         return supervise(run, message, self.budget, self._run_pids, self._kill_all, self._wait)
 
     def _run_pids(self) -> list[int]:
-        """Pids of the current run's live processes."""
-        if self.budget.kind != "rlimit":
-            return self.budget.procs()
-        root = self.current.pid if self.current is not None else os.getpid()
-        return [root, *_descendants(root, set())]
+        """Pids of every process of the current run, zombies included (their CPU time is
+        still theirs to account for): all our descendants but the prepared child. Orphans
+        of the run are ours too (we are PID 1 of the namespace, or a child subreaper), so a
+        process cannot leave the run's count by leaving its parent; a cgroup's list would
+        miss the zombies."""
+        keep = {self.pending.pid} if self.pending is not None else set()
+        return _descendants(os.getpid(), keep)
 
     def _next_message(self, run: _Pending) -> dict[str, Any] | None:
         """The child's next message other than `ready`; None if it died first."""
@@ -272,19 +278,20 @@ class Zygote:
         run, self.current = self.current, None
         if run is not None:
             self._retire(run)
-            self._drain()
+            deadline = time.monotonic() + DRAIN_SECONDS
+            self._drain(deadline)
             self._wipe_private_tmp()
+            self._free_shared_memory(deadline)
         # Only now: the next child takes its job from the caller's pipe as soon as it is
         # ready, so the private /tmp must already be clean and the budget whole for it.
         self.prefork()
         self._reap()
 
-    def _drain(self) -> None:
+    def _drain(self, deadline: float) -> None:
         """Wait (a little) until the killed run's processes are gone from its cgroup and
         reaped: a dying process still holds memory and a place in `pids.max`."""
         if self.budget.kind == "rlimit":
             return
-        deadline = time.monotonic() + DRAIN_SECONDS
         while True:
             self._reap()
             left = self.budget.procs()
@@ -292,6 +299,15 @@ class Zygote:
                 return
             self.budget.kill_all()
             time.sleep(0.0005)
+
+    def _free_shared_memory(self, deadline: float) -> None:
+        """Wait (a little) until the run's shared memory has left its budget: files of the
+        private /tmp (wiped by now) and SysV segments of the run's IPC namespace, which the
+        kernel frees shortly after the namespace's last process is gone."""
+        if self.budget.kind == "rlimit":
+            return
+        while self.budget.shared_bytes() > 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def _kill_all(self, pid: int) -> None:
         with contextlib.suppress(OSError):
@@ -408,6 +424,13 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
         info["no_new_privs"] = True
     except OSError:
         info["no_new_privs"] = False
+    # Inherited by every run: the keyring calls fail (keys outlive processes, per uid).
+    try:
+        _linux.deny_keyrings()
+        info["keyrings_denied"] = True
+    except OSError:
+        info["keyrings_denied"] = False
+    info["ipc_per_run"] = bool(info["ipc_ns"]) and own_ipc_works(int(limits["memory_mb"]))
     # Runs cannot ptrace us, nor open our /proc/1/{mem,fd,environ} (they may share our uid
     # in a user namespace); each run makes itself dumpable again for its own /proc/self.
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
