@@ -153,9 +153,13 @@ SCREEN_CASES = [
     ("assert f(1).__class__ is int", False),
     ("assert codecs.decode(f(1), 'rot13') == 'x'", False),
     ("assert list(map(eval, f(1))) == [2]", False),
+    # ...through private attributes, frames, or a module a listed one imported
+    ("assert random._os.system(f(1)) == 0", False),
+    ("assert json.codecs.decode(f(1), 'rot13') == 'x'", False),
+    ("assert next((x for x in [0])).gi_frame.f_globals['eval'](f(1)) == 2", False),
 ]
 SCREEN_IMPORTS = ["import math", "import json", "import pickle", "import marshal"]
-SCREEN_IMPORTS += ["import importlib", "import operator", "import codecs"]
+SCREEN_IMPORTS += ["import importlib", "import operator", "import codecs", "import random"]
 
 
 @pytest.mark.parametrize(("assertion", "judged"), SCREEN_CASES)
@@ -174,6 +178,10 @@ HELPER_CASES = [
     ("import pickle\ndef _near(a, b):\n    return pickle.loads(a) == b\n", False),
     ("def _near(a, b):\n    import marshal\n    return marshal.loads(a) == b\n", False),
     ("LOAD = {'x': exec}\ndef _near(a, b):\n    return LOAD['x'](a) == b\n", False),
+    ("from typing import ForwardRef\ndef _near(a, b):\n    return ForwardRef(a) == b\n", False),
+    ("from datetime import sys\ndef _near(a, b):\n    return sys.modules == b\n", False),
+    # helpers defined after the helper that calls them are followed too
+    ("def _near(a, b):\n    return _loads(a) == b\nimport pickle\n_loads = pickle.loads\n", False),
 ]
 
 

@@ -10,16 +10,22 @@ not decomposed: the test runs whole in the program's process, where that code ra
 and the reward counts it in `in_process` (`code_split`).
 
 The screen is an allowlist, followed through the test's own code: a check may reach builtins
-other than `RUNS_CODE`, the modules of `PURE_MODULES` (but not `DENIED_ATTRIBUTES`), no
-dunder attribute, and trusted names whose defining statements (a `def`, a `class`, an
-assignment, an import; `Names.defs`) pass the same screen, transitively. Anything else (a
-module not listed, an import inside a helper, `operator.methodcaller`) keeps the test in
-process.
+other than `RUNS_CODE`, the modules of `PURE_MODULES` and what they hold (but not
+`DENIED_ATTRIBUTES`, nor a module outside the list through one inside it: `datetime.sys`,
+`json.codecs`), no private or dunder name or attribute (`random._os`, `__builtins__`), no
+frame or code object (`gi_frame`, `f_globals`), and trusted names whose defining statements
+(a `def`, a `class`, an assignment, an import; `Names.defs`) pass the same screen,
+transitively. Anything else (a module not listed, an import inside a helper,
+`operator.methodcaller`) keeps the test in process.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import re
+import types
+from functools import lru_cache
 
 from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, free_names
 
@@ -30,17 +36,23 @@ RUNS_CODE = frozenset(
     | {"delattr", "hasattr", "open", "input", "globals", "locals", "vars", "breakpoint"}
     | {"help", "memoryview", "__loader__", "__spec__"}
 )
-# Modules whose functions only compute on data (no deserializer, loader or code object).
+# Modules whose functions only compute on data (no deserializer, loader, code object or
+# evaluation of strings: `typing` evaluates forward references, so it is not here).
 PURE_MODULES = frozenset(
     {"math", "cmath", "decimal", "fractions", "statistics", "numbers", "random", "re"}
     | {"string", "collections", "itertools", "functools", "operator", "heapq", "bisect"}
-    | {"copy", "datetime", "calendar", "typing", "unicodedata", "textwrap", "difflib"}
-    | {"array", "hashlib", "json", "ast", "enum", "time"}
+    | {"copy", "datetime", "calendar", "unicodedata", "textwrap", "difflib", "array"}
+    | {"hashlib", "json", "ast", "time"}
 )
 # ...except these, which reach attributes or methods by a name given at run time.
-DENIED_ATTRIBUTES = frozenset(
-    {("operator", "attrgetter"), ("operator", "methodcaller"), ("functools", "singledispatch")}
+DENIED_ATTRIBUTES = frozenset({("operator", "attrgetter"), ("operator", "methodcaller")})
+# Attributes that reach frames, code objects and the globals and builtins they hold.
+INTROSPECTION = frozenset(
+    {"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame"}
+    | {"tb_next", "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "co_consts"}
 )
+# The names a check gives the program's values (`code_split.HOLE_NAME`).
+_HOLE = re.compile(r"__rs_hole_\d+__")
 
 
 def runs_code(expr: ast.AST, names: Names) -> bool:
@@ -65,14 +77,14 @@ def runs_code(expr: ast.AST, names: Names) -> bool:
 
 
 def _denied_here(node: ast.AST, names: Names) -> bool:
-    """A construct under `node` that is refused wherever it appears: a dunder attribute, an
-    import of a module not listed, a denied attribute of a listed module."""
+    """A construct under `node` that is refused wherever it appears: a private, dunder or
+    introspection attribute or name, an import of a module not listed (or of a module
+    through a listed one), a denied attribute of a listed module."""
     for n in ast.walk(node):
         if isinstance(n, ast.Attribute):
-            if n.attr.startswith("__"):
+            if n.attr.startswith("_") or n.attr in INTROSPECTION:
                 return True
-            module = _module_of(n.value, names)
-            if module is not None and (module, n.attr) in DENIED_ATTRIBUTES:
+            if _reaches_other_module(n, names):
                 return True
         elif isinstance(n, ast.Import):
             if any(not _pure(alias.name) for alias in n.names):
@@ -81,12 +93,16 @@ def _denied_here(node: ast.AST, names: Names) -> bool:
             module = n.module or ""
             if n.level or not _pure(module):
                 return True
-            if any((module, alias.name) in DENIED_ATTRIBUTES for alias in n.names):
+            for alias in n.names:
+                if alias.name == "*" or (module, alias.name) in DENIED_ATTRIBUTES:
+                    return True
+                if _other_module(_resolve(module, (alias.name,))):
+                    return True
+        elif isinstance(n, ast.Name):
+            if n.id in RUNS_CODE and n.id not in names.trusted:
                 return True
-            if any(alias.name == "*" for alias in n.names):
+            if n.id.startswith("__") and not _HOLE.fullmatch(n.id):
                 return True
-        elif isinstance(n, ast.Name) and n.id in RUNS_CODE and n.id not in names.trusted:
-            return True
     return False
 
 
@@ -94,9 +110,44 @@ def _pure(module: str) -> bool:
     return module.split(".")[0] in PURE_MODULES
 
 
+def _reaches_other_module(node: ast.Attribute, names: Names) -> bool:
+    """Whether an attribute chain rooted at a listed module (`datetime.sys.modules`) passes
+    through a module that is not listed, or is a denied attribute."""
+    chain: list[str] = []
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        chain.insert(0, root.attr)
+        root = root.value
+    module = _module_of(root, names)
+    if module is None:
+        return False
+    if (module, chain[0]) in DENIED_ATTRIBUTES:
+        return True
+    return any(_other_module(_resolve(module, tuple(chain[: k + 1]))) for k in range(len(chain)))
+
+
+@lru_cache(maxsize=1024)
+def _resolve(module: str, chain: tuple[str, ...]) -> object:
+    """What `module.a.b...` is (None where it is not there); only listed modules, all from
+    the standard library, are ever imported here."""
+    if not _pure(module):
+        return None
+    try:
+        value: object = importlib.import_module(module)
+    except ImportError:
+        return None
+    for attr in chain:
+        value = getattr(value, attr, None)
+    return value
+
+
+def _other_module(value: object) -> bool:
+    return isinstance(value, types.ModuleType) and not _pure(value.__name__)
+
+
 def _module_of(node: ast.expr, names: Names) -> str | None:
-    """The module a name stands for, when a trusted `import` bound it (`import operator`,
-    `import operator as op`)."""
+    """The module a name stands for, when a trusted import bound it (`import operator`,
+    `import operator as op`, `from collections import abc`)."""
     if not isinstance(node, ast.Name) or node.id not in names.trusted:
         return None
     for stmt in names.defs.get(node.id, ()):
@@ -104,4 +155,9 @@ def _module_of(node: ast.expr, names: Names) -> str | None:
             for alias in stmt.names:
                 if (alias.asname or alias.name.split(".")[0]) == node.id:
                     return alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            for alias in stmt.names:
+                value = _resolve(stmt.module, (alias.name,))
+                if (alias.asname or alias.name) == node.id and isinstance(value, types.ModuleType):
+                    return value.__name__
     return None
