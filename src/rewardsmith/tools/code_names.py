@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # Statements that bind code (a module, a function, a class), not data: names they bind are
@@ -125,22 +125,39 @@ def free_names(node: ast.AST) -> set[str]:
     Python's scoping: a name bound anywhere inside counts as bound)."""
     loaded: set[str] = set()
     bound: set[str] = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name):
-            loaded.add(n.id)
-        _bind(n, bound, deep=True)
+            (bound if isinstance(n.ctx, ast.Store | ast.Del) else loaded).add(n.id)
+        else:
+            note_binding(n, bound, deep=True)
     return loaded - bound
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk` without the leaves that name nothing (constants, load/store contexts):
+    test code holds long literal lists, and this is walked for every assertion."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _LEAVES):
+            continue
+        yield n
+        stack.extend(ast.iter_child_nodes(n))
+
+
+_LEAVES = (ast.Constant, ast.expr_context)
 
 
 def bound_names(node: ast.AST, deep: bool = False) -> set[str]:
     """Names a statement binds at its level (`deep`: anywhere inside, arguments included)."""
     names: set[str] = set()
     for n in ast.walk(node) if deep else _same_scope(node):
-        _bind(n, names, deep)
+        note_binding(n, names, deep)
     return names
 
 
-def _bind(n: ast.AST, names: set[str], deep: bool) -> None:
+def note_binding(n: ast.AST, names: set[str], deep: bool) -> None:
+    """Add to `names` what the node `n` binds itself (`deep`: a function's arguments too)."""
     if isinstance(n, ast.Name):
         if isinstance(n.ctx, ast.Store | ast.Del):
             names.add(n.id)

@@ -104,7 +104,7 @@ class Plan:
         slots: list[Slot] = []
         for i in range(inside[-1] + 1):
             if i in inside:
-                items.append({"code": tests[i].code})
+                items.append({"code": tests[i].whole})
                 slots.append((i, "test"))
             elif tests[i].pre:
                 items.append({"pre": tests[i].pre})

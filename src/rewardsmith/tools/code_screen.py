@@ -27,7 +27,7 @@ import re
 import types
 from functools import lru_cache
 
-from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, free_names
+from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, note_binding, walk
 
 # Builtins that run code, reach objects or modules by a name the data could choose, or read
 # files and input: a check calling (or passing) one of them could run a value as code.
@@ -66,9 +66,10 @@ def runs_code(expr: ast.AST, names: Names) -> bool:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if _denied_here(node, names):
+        reads = _reads_if_allowed(node, names)
+        if reads is None:
             return True
-        for name in free_names(node):
+        for name in reads:
             if name in names.trusted:
                 stack.extend(names.defs.get(name, ()))
             elif name in BUILTIN_NAMES and name in RUNS_CODE:
@@ -76,34 +77,45 @@ def runs_code(expr: ast.AST, names: Names) -> bool:
     return False
 
 
-def _denied_here(node: ast.AST, names: Names) -> bool:
-    """A construct under `node` that is refused wherever it appears: a private, dunder or
-    introspection attribute or name, an import of a module not listed (or of a module
-    through a listed one), a denied attribute of a listed module."""
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute):
+def _reads_if_allowed(node: ast.AST, names: Names) -> set[str] | None:
+    """The names `node` reads from outside itself (`free_names`), or None when it holds a
+    construct refused wherever it appears: a private, dunder or introspection attribute or
+    name, an import of a module not listed (or of a module through a listed one), a denied
+    attribute of a listed module. One walk for both."""
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, ast.Name):
+            if n.id in RUNS_CODE and n.id not in names.trusted:
+                return None
+            if n.id.startswith("__") and not _HOLE.fullmatch(n.id):
+                return None
+            (bound if isinstance(n.ctx, ast.Store | ast.Del) else loaded).add(n.id)
+            continue
+        elif isinstance(n, ast.Attribute):
             if n.attr.startswith("_") or n.attr in INTROSPECTION:
-                return True
+                return None
             if _reaches_other_module(n, names):
-                return True
+                return None
         elif isinstance(n, ast.Import):
             if any(not _pure(alias.name) for alias in n.names):
-                return True
-        elif isinstance(n, ast.ImportFrom):
-            module = n.module or ""
-            if n.level or not _pure(module):
-                return True
-            for alias in n.names:
-                if alias.name == "*" or (module, alias.name) in DENIED_ATTRIBUTES:
-                    return True
-                if _other_module(_resolve(module, (alias.name,))):
-                    return True
-        elif isinstance(n, ast.Name):
-            if n.id in RUNS_CODE and n.id not in names.trusted:
-                return True
-            if n.id.startswith("__") and not _HOLE.fullmatch(n.id):
-                return True
-    return False
+                return None
+        elif isinstance(n, ast.ImportFrom) and not _import_allowed(n):
+            return None
+        note_binding(n, bound, deep=True)
+    return loaded - bound
+
+
+def _import_allowed(node: ast.ImportFrom) -> bool:
+    module = node.module or ""
+    if node.level or not _pure(module):
+        return False
+    for alias in node.names:
+        if alias.name == "*" or (module, alias.name) in DENIED_ATTRIBUTES:
+            return False
+        if _other_module(_resolve(module, (alias.name,))):
+            return False
+    return True
 
 
 def _pure(module: str) -> bool:

@@ -41,6 +41,7 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rewardsmith.sandbox.harness import EQ_HELPER, INPUTS_NAME
 from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, bound_names, free_names
@@ -69,8 +70,9 @@ _OPAQUE = (
 
 @dataclass(frozen=True)
 class SplitTest:
-    """One test. Always: `source` (as written), `code` (whole, run in process when it must
-    be), `pre` (its statements before the assertion, as written: replayed in process),
+    """One test. Always: `source` (as written), `whole` (the test whole, as it runs in
+    process when it must: `code`, or for a decomposed test its source guarded on demand),
+    `pre` (its statements before the assertion, as written: replayed in process),
     `program_pre` (what the program's run executes of them, trusted names bound from the
     inputs `inputs` names), `steps` (the judge's part, in order) and `needs` (earlier tests
     whose statements bound program names this one reads). Decomposed (`check` set): the
@@ -92,6 +94,11 @@ class SplitTest:
     # Builtins an assertion that calls nothing of the program's calls: if the program defines
     # one of them, it is the function under test (`Names.shadowed`).
     builtins: frozenset[str] = frozenset()
+
+    @property
+    def whole(self) -> str:
+        """The test whole, as it runs in process (`==` on plain data)."""
+        return self.code or guard_equality(self.source)
 
     @property
     def needs_judge(self) -> bool:
@@ -131,10 +138,13 @@ class _Part:
         else:
             self.steps.append(("run", source))
 
-    def program_reads(self, node: ast.AST, names: Names, keys: Keys) -> None:
-        """`node` runs in the program's process: bind the trusted names it reads from values
-        the judge prepares, and note which earlier tests bound the program names it reads."""
-        read = free_names(node)
+    def program_reads(
+        self, node: ast.AST, names: Names, keys: Keys, read: set[str] | None = None
+    ) -> None:
+        """`node` runs in the program's process: bind the trusted names it reads (`read`, its
+        free names) from values the judge prepares, and note which earlier tests bound the
+        program names it reads."""
+        read = free_names(node) if read is None else read
         for name in sorted(read & names.trusted):
             key = keys()
             self.steps.append(("bind", key, name))
@@ -242,8 +252,7 @@ def split_body(
             names.taint(stmt)
     for test in tests:
         try:
-            compile_quietly(test.code)
-            compile_quietly("\n".join((test.program_pre, *test.holes, test.check)))
+            compile_quietly(test.code or "\n".join((test.program_pre, *test.holes, test.check)))
         except SyntaxError:
             return []
     return tests
@@ -258,9 +267,8 @@ def split_one(
     keys: Keys,
 ) -> SplitTest:
     """One test: `pre` statements, then `stmt` (an assertion, or a statement holding one)."""
-    source = "\n".join(ast.unparse(s) for s in (*pre, stmt))
-    code = guard_equality(source) if guard else source
     written = "\n".join(ast.unparse(s) for s in pre)
+    source = "\n".join((written, ast.unparse(stmt))) if pre else ast.unparse(stmt)
     part = _Part()
     part.statements(pre, names, keys)
     split = _decomposed(stmt, names) if decompose and not part.whole_only else None
@@ -275,13 +283,14 @@ def split_one(
         hole_nodes, check, truth, (op, expected, other) = split
         handed: set[str] = set()
         for hole in hole_nodes:
-            handed |= free_names(hole) & names.trusted
-            part.program_reads(hole, names, keys)
+            read = free_names(hole)
+            handed |= read & names.trusted
+            part.program_reads(hole, names, keys, read)
         if part.whole_only:
             split = None
     if split is None:
         names.taint(stmt)
-        return part.test(source, code, written)
+        return part.test(source, guard_equality(source) if guard else source, written)
     expect_key = ""
     if other:
         expect_key = keys()
@@ -289,7 +298,7 @@ def split_one(
     names.hand_over(handed)
     callable_builtins = free_names(stmt) & BUILTIN_NAMES if not hole_nodes else set()
     return dataclasses.replace(
-        part.test(source, code, written),
+        part.test(source, "", written),  # decomposed: `whole` guards it if ever needed
         holes=tuple(ast.unparse(h) for h in hole_nodes),
         check=check,
         truth=truth,
@@ -453,6 +462,7 @@ class _GuardEquality(ast.NodeTransformer):
         return expr
 
 
+@lru_cache(maxsize=4096)
 def guard_equality(source: str) -> str:
     """Test code with `==`/`!=` in assertions routed through the harness's plain-data check."""
     try:
