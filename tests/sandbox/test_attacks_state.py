@@ -2,9 +2,9 @@
 
 State: one run of a zygote plants data where a later run of the same zygote (the next
 sample of the batch) could find it or pay for it: System V shared memory and message
-queues, POSIX message queues, the kernel keyring. Each run has an IPC namespace of its own,
-bounded by its memory budget and gone with its last process, and the keyring calls are
-refused (`rewardsmith.sandbox.child`, `worker`).
+queues, POSIX message queues, the kernel keyring. The zygote's IPC namespace is bounded by the
+run's memory budget and emptied after every run (`rewardsmith.sandbox.ipc`), and the keyring
+calls are refused (`rewardsmith.sandbox.worker`).
 
 Time: the deadline moves later only for CPU time the run was denied by others
 (`rewardsmith.sandbox.supervise`): CPU burners of its own, orphaned or not, and a process

@@ -3,11 +3,9 @@
 The zygote (`rewardsmith.sandbox.worker`) forks the next run's child while it is idle, into
 the run cgroup (`budget.py`). The child does everything that does not depend on the job
 *before* the job exists: it enters its own session, moves its pipes into place, warms its
-pages, enters its empty working directory, sets the pool's rlimits, enters an IPC namespace
-of its own (`enter_own_ipc`: SysV shared memory, message queues, semaphores and POSIX message
-queues made in the run die with it, bounded by the run's memory budget), drops to the run's
-uid (as root) or gives up every capability (uid 0 of a user namespace), and offers itself
-first to the kernel's OOM killer should the run's memory budget run out. Then it waits for the job
+pages, enters its empty working directory, sets the pool's rlimits, drops to the run's uid
+(as root) or gives up every capability (uid 0 of a user namespace), and offers itself first
+to the kernel's OOM killer should the run's memory budget run out. Then it waits for the job
 on the caller's own pipe, so a job goes from the caller straight to the process that runs
 it, and tells the zygote it has started (the zygote starts the deadline and supervises). A
 job whose limits are lower than the prepared ones lowers them; a job that needs higher
@@ -53,17 +51,6 @@ RUN_OOM_SCORE = 1000
 # POSIX message queues' bytes per user (RLIMIT_MSGQUEUE): Linux's default, set rather than
 # inherited (a caller may have raised it).
 MSGQUEUE_BYTES = 819_200
-# What the run's own IPC namespace holds at most (its sysctls, /proc/sys/...), beside SysV
-# shared memory, which gets the run's memory budget: a few objects, as tests and solutions
-# use them, so that kernel memory the cgroup may not see stays small. `kernel/sem` is
-# "semaphores per set, in all, operations per call, sets".
-IPC_OBJECT_LIMITS = {
-    "kernel/shmmni": "64",
-    "kernel/msgmni": "16",
-    "kernel/msgmnb": "16384",
-    "kernel/sem": "250 4000 32 16",
-    "fs/mqueue/queues_max": "16",
-}
 
 
 def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any], budget: bool) -> bool:
@@ -97,47 +84,6 @@ assert "x,y".split(",") == ["x", "y"] and max((1, 2), key=lambda v: -v) == 1
 def _vm_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def ipc_sysctls(memory_mb: int) -> dict[str, str]:
-    """The limits of a run's own IPC namespace: SysV shared memory up to its memory budget
-    (one segment, and all together), and a few other objects (`IPC_OBJECT_LIMITS`)."""
-    budget = int(memory_mb) << 20
-    return {
-        "kernel/shmmax": str(budget),
-        "kernel/shmall": str(budget // os.sysconf("SC_PAGE_SIZE")),
-        **IPC_OBJECT_LIMITS,
-    }
-
-
-def enter_own_ipc(memory_mb: int) -> None:
-    """Enter a new IPC namespace and bound what it may hold (`ipc_sysctls`). Whatever the
-    run makes there (SysV shared memory and message queues, semaphores, POSIX message
-    queues) goes when its last process does: nothing reaches the next run, and shared memory
-    charged to the run's budget does not stay charged. Raises OSError when refused."""
-    _linux.unshare(_linux.CLONE_NEWIPC)
-    for name, value in ipc_sysctls(memory_mb).items():
-        fd = os.open(f"/proc/sys/{name}", os.O_WRONLY)
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
-
-
-def own_ipc_works(memory_mb: int) -> bool:
-    """Whether a run can get an IPC namespace of its own, limits set (`child.enter_own_ipc`):
-    tried once, in a throw-away child."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            enter_own_ipc(memory_mb)
-            code = 0
-        except BaseException:
-            pass
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _set_rlimits(limits: Mapping[str, Any], base_vm: int) -> None:
@@ -184,14 +130,12 @@ def run_child(
     limits: Mapping[str, Any],
     drop_caps: bool,
     budget: bool,
-    own_ipc: bool = False,
 ) -> None:
     """The pre-forked child: prepare, wait for the job on `fds["job"]`, run it. Never returns.
 
     `fds`: `job` (where the job arrives), `ctrl` (messages to the zygote), `out`, `err`,
     `res` (the program's stdout, stderr and the harness's result records). `drop_caps`: give
-    up every capability (uid 0 of a user namespace); `budget`: a cgroup holds the budget;
-    `own_ipc`: enter an IPC namespace of its own (the zygote checked that it can).
+    up every capability (uid 0 of a user namespace); `budget`: a cgroup holds the budget.
     """
     try:
         _linux.set_process_name(READY_NAME)
@@ -214,8 +158,6 @@ def run_child(
         os.chdir(workdir)
         base_vm = _vm_bytes()
         _set_rlimits(limits, base_vm)
-        if own_ipc:
-            enter_own_ipc(int(limits["memory_mb"]))
         if uid is not None:
             os.setgroups([])
             os.setgid(uid)

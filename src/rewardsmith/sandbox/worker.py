@@ -9,15 +9,15 @@ refuses the kernel keyring's calls (keys are kept per uid, not per process: one 
 would be there for the next) and pre-imports the modules tests use.
 
 Each run gets a child forked in advance, into the run cgroup, while the zygote is idle
-(`child.py`): it warms its pages, sets the pool's rlimits, enters an IPC namespace of its
-own (what the run makes there dies with it), drops to the run's uid (as root) or its
-capabilities (in a user namespace), enters an empty working directory and only then
+(`child.py`): it warms its pages, sets the pool's rlimits, drops to the run's uid (as root)
+or its capabilities (in a user namespace), enters an empty working directory and only then
 waits for a job, reading it straight from the caller's pipe (length-prefixed JSON; never
 pickle). It tells the zygote when it starts; the zygote enforces the deadline, clips
 output, watches the memory budget (`supervise.py`), answers the caller as soon as the
 harness reports its exit, then kills every process of the run (as PID 1: `kill(-1)`;
 otherwise, as a child subreaper, its whole process tree; and whatever is left in the run
-cgroup), reaps, removes the directory, wipes the private /tmp and forks the next child.
+cgroup), reaps, removes the directory, removes every IPC object the run made (`ipc.py`),
+wipes the private /tmp and forks the next child.
 Nothing in this process ever runs untrusted code or holds a job (a job that needs other
 limits passes through as bytes, after the fork), and no run inherits anything from an
 earlier one (a fresh fork, a fresh directory).
@@ -37,7 +37,8 @@ import time
 from typing import Any
 
 from rewardsmith.sandbox import _linux, budget
-from rewardsmith.sandbox.child import own_ipc_works, run_child
+from rewardsmith.sandbox.child import run_child
+from rewardsmith.sandbox.ipc import RunIPC
 from rewardsmith.sandbox.isolation import become_init, enter_view, isolate, world_readable
 from rewardsmith.sandbox.process import read_frame, recv, send, write_all
 from rewardsmith.sandbox.rootfs import PRIVATE_TMP_DIRS, python_paths
@@ -123,9 +124,16 @@ class Zygote:
     """Forks, prepares and supervises one run at a time; replies on behalf of each run."""
 
     def __init__(
-        self, info: dict[str, Any], job_fd: int, limits: dict[str, Any], run_budget: Any
+        self,
+        info: dict[str, Any],
+        job_fd: int,
+        limits: dict[str, Any],
+        run_budget: Any,
+        ipc: RunIPC | None = None,
     ) -> None:
         self.info = info
+        self.ipc = ipc  # our IPC namespace, cleared after each run (None: not ours to clear)
+        self.ipc_memory = limits["memory_mb"]
         self.job_fd = job_fd  # the caller's pipe: prepared children read their job from it
         self.limits = limits  # what every prepared run's limits are set to
         self.budget = run_budget
@@ -152,6 +160,9 @@ class Zygote:
         if self.budget.kind != "rlimit" and wanted != self.budget_limits:
             self.budget.limit(*wanted)
             self.budget_limits = wanted
+        if self.ipc is not None and limits["memory_mb"] != self.ipc_memory:
+            self.ipc.limit(limits["memory_mb"])
+            self.ipc_memory = limits["memory_mb"]
         workdir = tempfile.mkdtemp(prefix="run-", dir=self.tmp_root)
         if self.uid is not None:
             os.chown(workdir, self.uid, self.uid)
@@ -170,7 +181,6 @@ class Zygote:
                     limits,
                     drop_caps=bool(self.info.get("drop_caps")),
                     budget=self.budget.kind != "rlimit",
-                    own_ipc=bool(self.info.get("ipc_per_run")),
                 )
         finally:
             self.budget.leave()
@@ -280,6 +290,8 @@ class Zygote:
             self._retire(run)
             deadline = time.monotonic() + DRAIN_SECONDS
             self._drain(deadline)
+            if self.ipc is not None:
+                self.ipc.clear()
             self._wipe_private_tmp()
             self._free_shared_memory(deadline)
         # Only now: the next child takes its job from the caller's pipe as soon as it is
@@ -302,8 +314,8 @@ class Zygote:
 
     def _free_shared_memory(self, deadline: float) -> None:
         """Wait (a little) until the run's shared memory has left its budget: files of the
-        private /tmp (wiped by now) and SysV segments of the run's IPC namespace, which the
-        kernel frees shortly after the namespace's last process is gone."""
+        private /tmp and SysV segments (both removed by now), which the kernel frees as the
+        last process that mapped them is gone."""
         if self.budget.kind == "rlimit":
             return
         while self.budget.shared_bytes() > 0 and time.monotonic() < deadline:
@@ -430,7 +442,6 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
         info["keyrings_denied"] = True
     except OSError:
         info["keyrings_denied"] = False
-    info["ipc_per_run"] = bool(info["ipc_ns"]) and own_ipc_works(int(limits["memory_mb"]))
     # Runs cannot ptrace us, nor open our /proc/1/{mem,fd,environ} (they may share our uid
     # in a user namespace); each run makes itself dumpable again for its own /proc/self.
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
@@ -451,7 +462,14 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
 
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
-    zygote = Zygote(info, job_fd, limits, run_budget)
+    run_ipc = None
+    if info["ipc_ns"]:  # only our own namespace is ours to clear
+        try:
+            run_ipc = RunIPC(int(limits["memory_mb"]))
+        except OSError as exc:
+            info["ipc_error"] = str(exc)
+    info["ipc_cleared"] = run_ipc is not None
+    zygote = Zygote(info, job_fd, limits, run_budget, run_ipc)
 
     def leave() -> None:
         shutil.rmtree(zygote.tmp_root, ignore_errors=True)
