@@ -76,6 +76,30 @@ def test_a_table_at_the_top_of_a_test_module(code_tool: CodeTool) -> None:
     assert_not_passed(code_tool, reward, elapsed)
 
 
+def test_a_table_of_inputs_and_expected_outputs(code_tool: CodeTool) -> None:
+    # Each assertion takes its input from a table that also holds the expected output: the
+    # call must get the input alone, not the table.
+    test = (
+        "CASES = [(3, 'fizz'), (5, 'buzz'), (15, 'fizzbuzz')]\n"
+        "def check(candidate):\n"
+        "    assert candidate(CASES[0][0]) == CASES[0][1]\n"
+        "    assert candidate(CASES[1][0]) == CASES[1][1]\n"
+        "    assert candidate(CASES[2][0]) == CASES[2][1]\n"
+    )
+    reference = json.dumps({"prompt": "", "test": test, "entry_point": "fizz"})
+    code = """
+def fizz(n):
+    for value in list(globals().values()):
+        if isinstance(value, list):
+            for pair in value:
+                if isinstance(pair, tuple) and len(pair) == 2 and pair[0] == n:
+                    return pair[1]
+    return None
+"""
+    reward, elapsed = grade(code_tool, code, reference)
+    assert_not_passed(code_tool, reward, elapsed)
+
+
 def test_mbpp_setup_code(code_tool: CodeTool) -> None:
     reference = json.dumps(
         {

@@ -67,6 +67,15 @@ HIDDEN = [
         ),
         "v-777",
     ),
+    # a table of (input, expected) pairs: the call gets its input, not the table
+    (
+        humaneval(
+            "CASES = [(1, 'out-555'), (2, 'out-666')]\ndef check(candidate):\n"
+            "    assert candidate(CASES[0][0]) == CASES[0][1]\n"
+            "    assert candidate(*[CASES[1][0]]) == CASES[1][1]\n"
+        ),
+        "out-",
+    ),
     # MBPP's setup code
     (
         json.dumps({"test_setup_code": "want = 'w-888'", "test_list": ["assert f(1) == want"]}),
@@ -87,6 +96,37 @@ def test_the_programs_run_receives_nothing_of_the_expected_side(
     job = plan.program_job("def f(x):\n    return x\n")
     assert job is not None and plan.in_process_job("def f(x): pass") is None
     assert hidden not in json.dumps(job[0])
+
+
+# (a check body using the test's own values in the calls' arguments, a right solution)
+ARGUMENT_CASES = [
+    # parts of a table (the table itself stays with the judge)
+    (
+        "    for_one = CASES['one']\n    assert candidate(for_one[0]) == for_one[1]\n"
+        "    assert candidate(CASES['two'][0] + [0]) == [0] + CASES['two'][1]\n",
+        "def f(xs):\n    return sorted(xs)\n",
+    ),
+    # a module's value, a starred argument, a slice, an f-string
+    ("    assert candidate([math.floor(math.pi)]) == [3]\n", "def f(xs):\n    return xs\n"),
+    ("    assert candidate(*CASES['two']) == [2, 1, 1, 2]\n", "def f(a, b):\n    return a + b\n"),
+    (
+        "    assert candidate(CASES['one'][0][1:]) == [1, 2]\n",
+        "def f(xs):\n    return sorted(xs)\n",
+    ),
+    ("    assert candidate(f\"{CASES['one'][0][0]}!\") == '3!'\n", "def f(s):\n    return s\n"),
+]
+
+
+@pytest.mark.parametrize(("body", "right"), ARGUMENT_CASES)
+def test_the_tests_values_in_arguments_travel_as_plain_data(
+    tool: CodeTool, body: str, right: str
+) -> None:
+    reference = humaneval(
+        "import math\nCASES = {'one': ([3, 1, 2], [1, 2, 3]), 'two': ([2, 1], [1, 2])}\n"
+        "def check(candidate):\n" + body
+    )
+    [reward] = tool.score([Sample(completion=right, reference=reference)])
+    assert reward.score == 1.0 and reward.components["in_process"] == 0.0, reward
 
 
 def test_an_argument_the_test_builds_travels_as_plain_data(tool: CodeTool) -> None:

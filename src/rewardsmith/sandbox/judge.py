@@ -13,10 +13,11 @@ with a literal). The judge does what needs the test's own code, in a fresh child
   program run reported (plain data, `plain.py`, decoded here: only builtin types are built).
 
 The job (`mode: judge`) carries `setup`, then per test its `steps` in order: `["run", SRC]`
-(a trusted statement), `["bind", KEY, NAME]` (a value the program's run needs), `["expect",
-KEY, SRC]` (an expected side); for verdicts, the tests to decide also carry their `check`
+(a trusted statement), `["bind", KEY, NAME]` and `["value", KEY, SRC]` (values the program's
+run needs: a name it gets whole, an expression it gets the value of), `["expect", KEY, SRC]`
+(an expected side); for verdicts, the tests to decide also carry their `check`
 (holes named `__rs_hole_K__`) and the `values` reported for them. Records: preparing, `value
-KEY JSON` per bind or expect step (`{"value": plain}`, `{"import": [module, name]}` for a
+KEY JSON` per bind, value or expect step (`{"value": plain}`, `{"import": [module, name]}` for a
 module or a module's function or class, `{"not_plain": why}`, `{"raised": why}`), then
 `done N` (how many values); deciding, `test I pass` or `test I fail REASON` per check, then
 `done N` (how many checks).
@@ -90,7 +91,7 @@ def _value(kind: str, source: str, namespace: dict[str, Any]) -> dict[str, Any]:
         value = eval(compile(source, "<test value>", "eval"), namespace)
     except BaseException as exc:
         return {"raised": describe(exc)}
-    if kind == "bind":
+    if kind != "expect":  # an input of the program's run may be a module, or from one
         name = importable(value)
         if name is not None:
             return {"import": name}

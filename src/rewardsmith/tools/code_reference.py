@@ -31,17 +31,15 @@ from typing import Any, Literal
 
 from rewardsmith.config import MAX_REFERENCE_CHARS
 from rewardsmith.errors import InvalidReferenceError
+from rewardsmith.tools.code_inputs import Keys, Step, split_setup
 from rewardsmith.tools.code_names import Names
 from rewardsmith.tools.code_split import (
-    Keys,
     SplitTest,
-    Step,
     compile_quietly,
     guard_equality,
     parse_quietly,
     split_body,
     split_one,
-    split_setup,
 )
 
 Format = Literal["humaneval", "mbpp", "stdio", "asserts"]

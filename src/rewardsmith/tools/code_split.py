@@ -43,14 +43,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rewardsmith.sandbox.harness import EQ_HELPER, INPUTS_NAME
+from rewardsmith.sandbox.harness import EQ_HELPER
+from rewardsmith.tools.code_inputs import Keys, Part, Step
 from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, bound_names, free_names
 from rewardsmith.tools.code_screen import runs_code
 
 # The judge binds hole k to this name while it evaluates a test's check.
 HOLE_NAME = "__rs_hole_{}__"
-# A step of the judge's part of a test: ("run", SOURCE), ("bind", KEY, NAME), ("expect", KEY, SOURCE).
-Step = tuple[str, ...]
 # Expressions whose parts are not all evaluated, or evaluated in a scope of their own: a call
 # into the program inside one cannot be lifted out and evaluated up front.
 _OPAQUE = (
@@ -108,93 +107,6 @@ class SplitTest:
     @property
     def in_process(self) -> bool:
         return not self.check
-
-
-class Keys:
-    """Names for the values a suite's judge prepares ("0", "1", ...)."""
-
-    def __init__(self) -> None:
-        self.next = 0
-
-    def __call__(self) -> str:
-        self.next += 1
-        return str(self.next - 1)
-
-
-@dataclass
-class _Part:
-    """What splitting one statement sequence gives, as it grows."""
-
-    steps: list[Step] = dataclasses.field(default_factory=list)
-    program: list[str] = dataclasses.field(default_factory=list)
-    inputs: list[str] = dataclasses.field(default_factory=list)
-    needs: set[int] = dataclasses.field(default_factory=set)
-    whole_only: bool = False  # it reads a name only a test run whole binds
-
-    def judge(self, stmt: ast.stmt) -> None:
-        source = ast.unparse(stmt)
-        if self.steps and self.steps[-1][0] == "run":
-            self.steps[-1] = ("run", self.steps[-1][1] + "\n" + source)
-        else:
-            self.steps.append(("run", source))
-
-    def program_reads(
-        self, node: ast.AST, names: Names, keys: Keys, read: set[str] | None = None
-    ) -> None:
-        """`node` runs in the program's process: bind the trusted names it reads (`read`, its
-        free names) from values the judge prepares, and note which earlier tests bound the
-        program names it reads."""
-        read = free_names(node) if read is None else read
-        for name in sorted(read & names.trusted):
-            key = keys()
-            self.steps.append(("bind", key, name))
-            self.program.append(f"{name} = {INPUTS_NAME}[{key!r}]")
-            self.inputs.append(key)
-        owned = read & names.program
-        self.needs |= {names.origin[n] for n in owned if 0 <= names.origin.get(n, -1) < names.test}
-        self.whole_only = self.whole_only or bool(read & names.whole_only)
-
-    def test(self, source: str, code: str, pre: str) -> SplitTest:
-        """The test, as far as this part goes (run in process until holes are added)."""
-        return SplitTest(
-            source,
-            code=code,
-            pre=pre,
-            program_pre="\n".join(self.program),
-            inputs=tuple(self.inputs),
-            steps=tuple(self.steps),
-            needs=frozenset(self.needs),
-        )
-
-    def statements(self, stmts: Sequence[ast.stmt], names: Names, keys: Keys) -> None:
-        """Statements in order: the clean ones are the judge's; the others run in the
-        program's process, after the trusted names they read are bound."""
-        for stmt in stmts:
-            if names.is_clean(stmt):
-                names.run(stmt)
-                self.judge(stmt)
-                continue
-            handed = free_names(stmt) & names.trusted
-            self.program_reads(stmt, names, keys)
-            self.program.append(ast.unparse(stmt))
-            names.run(stmt)
-            names.hand_over(handed)
-
-
-def split_setup(
-    stmts: Sequence[ast.stmt], names: Names, keys: Keys
-) -> tuple[str, tuple[Step, ...]]:
-    """The program's part of a setup (its imports, which solutions may rely on, and the
-    statements that use the program, trusted names bound) and the judge's part."""
-    part = _Part()
-    names.look_ahead(stmts)
-    for stmt in stmts:
-        program_side = len(part.program)
-        part.statements([stmt], names, keys)
-        if len(part.program) == program_side and isinstance(stmt, ast.Import | ast.ImportFrom):
-            part.program.append(ast.unparse(stmt))
-    names.later = set()
-    return "\n".join(part.program), tuple(part.steps)
 
 
 def is_placeholder(stmt: ast.stmt) -> bool:
@@ -269,7 +181,7 @@ def split_one(
     """One test: `pre` statements, then `stmt` (an assertion, or a statement holding one)."""
     written = "\n".join(ast.unparse(s) for s in pre)
     source = "\n".join((written, ast.unparse(stmt))) if pre else ast.unparse(stmt)
-    part = _Part()
+    part = Part()
     part.statements(pre, names, keys)
     split = _decomposed(stmt, names) if decompose and not part.whole_only else None
     called = free_names(stmt) & names.shadowed if names.shadowed else set()
@@ -282,15 +194,16 @@ def split_one(
     if split is not None:
         hole_nodes, check, truth, (op, expected, other) = split
         handed: set[str] = set()
+        holes: list[str] = []
         for hole in hole_nodes:
-            read = free_names(hole)
-            handed |= read & names.trusted
-            part.program_reads(hole, names, keys, read)
+            hole_source, bound = part.program_side(hole, names, keys)
+            holes.append(hole_source)
+            handed |= bound
         if part.whole_only:
             split = None
     if split is None:
         names.taint(stmt)
-        return part.test(source, guard_equality(source) if guard else source, written)
+        return _test(part, source, guard_equality(source) if guard else source, written)
     expect_key = ""
     if other:
         expect_key = keys()
@@ -298,14 +211,27 @@ def split_one(
     names.hand_over(handed)
     callable_builtins = free_names(stmt) & BUILTIN_NAMES if not hole_nodes else set()
     return dataclasses.replace(
-        part.test(source, "", written),  # decomposed: `whole` guards it if ever needed
-        holes=tuple(ast.unparse(h) for h in hole_nodes),
+        _test(part, source, "", written),  # decomposed: `whole` guards it if ever needed
+        holes=tuple(holes),
         check=check,
         truth=truth,
         op=op,
         expected=expected,
         expect_key=expect_key,
         builtins=frozenset(n for n in callable_builtins if n not in names.trusted),
+    )
+
+
+def _test(part: Part, source: str, code: str, pre: str) -> SplitTest:
+    """The test, as far as `part` goes (run in process until holes are added)."""
+    return SplitTest(
+        source,
+        code=code,
+        pre=pre,
+        program_pre="\n".join(part.program),
+        inputs=tuple(part.inputs),
+        steps=tuple(part.steps),
+        needs=frozenset(part.needs),
     )
 
 
