@@ -134,6 +134,7 @@ class Zygote:
         self.info = info
         self.ipc = ipc  # our IPC namespace, cleared after each run (None: not ours to clear)
         self.ipc_memory = limits["memory_mb"]
+        self.shared_before = 0  # shared memory charged to the run cgroup before the run
         self.job_fd = job_fd  # the caller's pipe: prepared children read their job from it
         self.limits = limits  # what every prepared run's limits are set to
         self.budget = run_budget
@@ -160,6 +161,8 @@ class Zygote:
         if self.budget.kind != "rlimit" and wanted != self.budget_limits:
             self.budget.limit(*wanted)
             self.budget_limits = wanted
+        if self.budget.kind != "rlimit":  # what the next run's shared memory adds to
+            self.shared_before = self.budget.shared_bytes()
         if self.ipc is not None and limits["memory_mb"] != self.ipc_memory:
             self.ipc.limit(limits["memory_mb"])
             self.ipc_memory = limits["memory_mb"]
@@ -318,7 +321,7 @@ class Zygote:
         last process that mapped them is gone."""
         if self.budget.kind == "rlimit":
             return
-        while self.budget.shared_bytes() > 0 and time.monotonic() < deadline:
+        while self.budget.shared_bytes() > self.shared_before and time.monotonic() < deadline:
             time.sleep(0.001)
 
     def _kill_all(self, pid: int) -> None:
