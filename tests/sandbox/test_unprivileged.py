@@ -135,6 +135,8 @@ def test_an_unprivileged_sandbox_says_what_it_could_not_enforce(user: str) -> No
     assert not info["root"] and not info["drop_uid"]
     if info["user_ns"]:  # capabilities dropped, the minimal root and namespaces in place
         assert info["drop_caps"] and info["minimal_root"] and info["pid_ns"] and info["net_ns"]
+        # and nothing a run makes outlives it: its IPC objects are cleared, keyrings refused
+        assert info["ipc_cleared"] and info["keyrings_denied"]
     warned = "per process" in done.stderr
     assert warned is (info["budget"]["kind"] == "rlimit"), done.stderr
 
