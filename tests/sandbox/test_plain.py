@@ -111,3 +111,37 @@ def test_a_value_that_contains_itself_is_refused() -> None:
 def test_the_judge_refuses_shapes_encode_never_makes(data: Any) -> None:
     with pytest.raises(ValueError):
         decode(data)
+
+
+# Distinct ints with one hash value (multiples of the modulus of int hashing): a set of them
+# takes quadratic time to build, in whichever process builds it.
+COLLIDING = [i * (2**61 - 1) for i in range(1, 20_001)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"set": COLLIDING},
+        {"frozenset": COLLIDING},
+        {"dict": [[k, 0] for k in COLLIDING]},
+        # tuples hash from their elements, so they collide too
+        {"set": [{"tuple": [k, 1]} for k in COLLIDING]},
+        # nested inside a container that is fine itself
+        [1, {"set": COLLIDING}],
+    ],
+    ids=["set", "frozenset", "dict", "tuples", "nested"],
+)
+def test_a_set_built_to_hash_slowly_is_refused_before_it_is_built(data: Any) -> None:
+    with pytest.raises(ValueError, match="one hash value"):
+        decode(data)
+
+
+def test_real_sets_with_an_occasional_shared_hash_still_decode() -> None:
+    # -1 and -2 hash alike in CPython, and 2**61 - 1 like 0: a few shared hashes are normal.
+    value = {-1, -2, 2**61 - 1, 0, 1.5, (1, 2), "a"}
+    assert _through_json(value) == value
+
+
+def test_a_value_with_too_many_elements_is_refused() -> None:
+    with pytest.raises(ValueError, match="more than"):
+        decode([[0] * 1000] * 2_001)

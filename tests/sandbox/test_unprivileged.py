@@ -25,7 +25,14 @@ from rewardsmith.sandbox.rootfs import python_paths
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 USER = "rewardsmith-test"
-ATTACK_FILES = ("test_attacks.py", "test_attacks_verdict.py", "test_attacks_host.py")
+ATTACK_FILES = (
+    "test_attacks.py",
+    "test_attacks_verdict.py",
+    "test_attacks_host.py",
+    "test_attacks_state.py",
+    "test_attacks_expected.py",
+    "test_attacks_judge.py",
+)
 # Skips the unprivileged run may report, and why (the docs list them).
 EXPECTED_SKIPS = ("runs keep the caller's uid", "no cgroup for a run budget")
 
@@ -128,6 +135,8 @@ def test_an_unprivileged_sandbox_says_what_it_could_not_enforce(user: str) -> No
     assert not info["root"] and not info["drop_uid"]
     if info["user_ns"]:  # capabilities dropped, the minimal root and namespaces in place
         assert info["drop_caps"] and info["minimal_root"] and info["pid_ns"] and info["net_ns"]
+        # and nothing a run makes outlives it: its IPC objects are cleared, keyrings refused
+        assert info["ipc_cleared"] and info["keyrings_denied"]
     warned = "per process" in done.stderr
     assert warned is (info["budget"]["kind"] == "rlimit"), done.stderr
 

@@ -27,10 +27,13 @@ achieved. Every run returns an `ExecutionResult` (status `ok`, `failed`, `timeou
 `memory`, `killed` or `error`); nothing raises into the caller, and the caller waits at most
 the stretched deadline plus a short grace period.
 
-Test verdicts are not decided in the program's process: a test's calls into the program
-report their values as plain data (`plain.py`), and the caller, or a judge run that never
-held the program (`judge.py`), compares them; the expected side never enters the program's
-process (see `harness.py` and `rewardsmith.tools.code_verdict`).
+Nothing a run creates outlives it: its processes are killed, its files wiped, every IPC
+object in the zygote's namespace removed (`ipc.py`), and the kernel keyring is refused
+(seccomp). Test verdicts are not decided in the program's process: a test's calls into the
+program report their values as plain data (`plain.py`), and the caller, or a judge run that
+never held the program (`judge.py`), compares them; the test's own statements run in a judge
+too, and neither they nor the expected side enter the program's process (see `harness.py`
+and `rewardsmith.tools.code_plan`).
 
 What is not covered
 -------------------

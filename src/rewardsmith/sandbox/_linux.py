@@ -1,6 +1,7 @@
 """Thin ctypes wrappers over the Linux calls the sandbox needs and Python 3.11 lacks.
 
-`unshare`, `mount`, `pivot_root`, `prctl` and `capset` are called through libc; each raises
+`unshare`, `mount`, `pivot_root`, `prctl`, `capset` and a seccomp filter (`deny_keyrings`)
+are called through libc; each raises
 OSError (or returns False) instead of crashing when the kernel or the user's privileges
 refuse, so the caller can fall back and report what it got. Nothing here runs untrusted code.
 """
@@ -37,7 +38,9 @@ PR_SET_DUMPABLE = 4
 PR_SET_NAME = 15
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
+PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_MODE_FILTER = 2
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 # securebits: uid 0 gets no capabilities from execve or setuid, for good (locked).
@@ -45,6 +48,20 @@ SECURE_NOROOT_ALL = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
 _CAP_VERSION_3 = 0x20080522
 # pivot_root has no libc wrapper; its syscall number by architecture.
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217}
+
+# The kernel keyring's system calls (add_key, request_key, keyctl) by architecture, with the
+# audit architecture a seccomp filter sees: keys are kept per uid (and user namespace), not
+# per process, so a key one run stores would be there for the next run of the same zygote.
+_KEYRING_SYSCALLS = {
+    "x86_64": (0xC000003E, (248, 249, 250)),
+    "aarch64": (0xC00000B7, (217, 218, 219)),
+    "arm64": (0xC00000B7, (217, 218, 219)),
+}
+# x86_64's x32 ABI: the same calls with this bit set in their number.
+_X32_SYSCALL_BIT = 0x40000000
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+_EPERM = 1
 
 _libc: ctypes.CDLL | None = None
 
@@ -135,6 +152,54 @@ def drop_capabilities() -> None:
     header = _CapHeader(_CAP_VERSION_3, 0)
     data = (_CapData * 2)()
     _check(libc().capset(ctypes.byref(header), data), "capset")
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def deny_keyrings() -> None:
+    """Install a seccomp filter, inherited by every process forked after it and never
+    removable, under which the kernel keyring calls fail with EPERM, and so does every
+    system call of another ABI (x32, i386 on x86_64), through which they could be reached.
+    Needs `PR_SET_NO_NEW_PRIVS` (or CAP_SYS_ADMIN); raises OSError where refused or where
+    the architecture is not known here."""
+    machine = platform.machine()
+    if machine not in _KEYRING_SYSCALLS:
+        raise OSError(38, f"seccomp: keyring system calls unknown on {machine}")
+    arch, calls = _KEYRING_SYSCALLS[machine]
+    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, JGE, BPF_RET|K
+    deny = _SECCOMP_RET_ERRNO | _EPERM
+    # seccomp_data: nr at offset 0, arch at offset 4. Each jump counts instructions to skip.
+    program = [
+        (ld_abs, 0, 0, 4),
+        (jeq, 1, 0, arch),  # the native ABI: go on; any other: denied
+        (ret, 0, 0, deny),
+        (ld_abs, 0, 0, 0),
+        (jge, len(calls) + 1, 0, _X32_SYSCALL_BIT),
+        *((jeq, len(calls) - i, 0, nr) for i, nr in enumerate(calls)),
+        (ret, 0, 0, _SECCOMP_RET_ALLOW),
+        (ret, 0, 0, deny),
+    ]
+    filters = (_SockFilter * len(program))(*(_SockFilter(*op) for op in program))
+    fprog = _SockFprog(len(program), filters)
+    ret_code = libc().prctl(
+        ctypes.c_int(PR_SET_SECCOMP),
+        ctypes.c_ulong(SECCOMP_MODE_FILTER),
+        ctypes.byref(fprog),
+        ctypes.c_ulong(0),
+        ctypes.c_ulong(0),
+    )
+    _check(ret_code, "seccomp")
 
 
 def try_unshare(flags: int) -> bool:

@@ -164,6 +164,15 @@ class Budget:
                 os.lseek(self.oom_fd, 0, os.SEEK_SET)
             os.read(self.oom_fd, 1 << 12)
 
+    def shared_bytes(self) -> int:
+        """Shared memory (tmpfs files, SysV segments, shared mappings) charged to the run
+        cgroup, from `memory.stat`; 0 when it cannot be read."""
+        key = "shmem" if self.kind == "cgroup2" else "total_shmem"
+        try:
+            return _counter(_read(self.groups[0].fd, "memory.stat"), key) if self.groups else 0
+        except (OSError, ValueError):
+            return 0
+
     def procs(self) -> list[int]:
         """Pids (as this process sees them) of every process in the run cgroup."""
         try:

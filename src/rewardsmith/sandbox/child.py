@@ -48,6 +48,9 @@ BUDGET_FIELDS = ("memory_mb", "processes")
 # The run's OOM score: if its memory budget runs out, the kernel kills it and what it
 # started before anything else of the zygote's.
 RUN_OOM_SCORE = 1000
+# POSIX message queues' bytes per user (RLIMIT_MSGQUEUE): Linux's default, set rather than
+# inherited (a caller may have raised it).
+MSGQUEUE_BYTES = 819_200
 
 
 def fits(job_limits: Mapping[str, Any], prepared: Mapping[str, Any], budget: bool) -> bool:
@@ -93,6 +96,7 @@ def _set_rlimits(limits: Mapping[str, Any], base_vm: int) -> None:
         (resource.RLIMIT_NOFILE, (int(limits["open_files"]),) * 2),
         (resource.RLIMIT_NPROC, (int(limits["processes"]),) * 2),
         (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_MSGQUEUE, (MSGQUEUE_BYTES, MSGQUEUE_BYTES)),
     ):
         resource.setrlimit(res, value)
 

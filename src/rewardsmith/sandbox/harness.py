@@ -3,11 +3,15 @@
 Four modes, chosen by the job the parent sent:
 
 - `exec`: run a program as `__main__` (stdin/stdout cases, plain `Sandbox.run`);
-- `tests`: run a program, then its trusted setup, then each test the parent enumerated, in
-  order. A *decomposed* test (`rewardsmith.tools.code_split`) is a list of expressions, the
-  calls into the program: their values are reported as plain data (`plain.py`), never
-  compared here. A test run *in process* (a loop, say) runs whole, its `==` on plain data,
-  and its pass or fail is reported;
+- `tests`: run a program, then its setup, then each item the parent listed, in order. The
+  parent (`rewardsmith.tools.code`) sends one of two kinds of job. For the tests it
+  *decomposed* (`rewardsmith.tools.code_split`): the setup's imports and the program's own
+  statements, with the trusted values they read sent as plain data (`inputs`, bound as
+  `__rs_in__[KEY]`), and per test its statements that call the program (`pre`) and the
+  calls whose values are reported (`holes`), as plain data (`plain.py`), never compared
+  here; nothing else of the test. For the tests that must run *in process* (a loop, say):
+  the setup as written, the earlier tests' statements (`pre`, replayed), and each such test
+  whole (`code`), its `==` on plain data, its pass or fail reported;
 - `judge`: no program at all: a test's trusted checks, evaluated on the plain values a
   program run reported (`judge.py`);
 - `reward`: load a generated reward function in a restricted namespace (safe builtins and an
@@ -18,8 +22,8 @@ written in one go at the end (one wake-up of the zygote, not one per test); the 
 `NONCE exit CODE`, lets the zygote answer before the process is torn down. In `tests` mode
 the records are the program's to write: the expected side of a decomposed test is not in
 this process (the caller compares, or a judge run), so a forged record can only claim what
-a function returned. Only a test run in process reports a verdict from here, and the reward
-counts those (`in_process`).
+a function returned. Only a test run in process reports a verdict from here, in a run of
+its own that reports nothing else, and the reward counts those (`in_process`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ REASON_CHARS = 300
 FLUSH_BYTES = 60_000
 # Tests rewritten by `rewardsmith.tools.code_split.guard_equality` call this instead of `==`.
 EQ_HELPER = "__rewardsmith_eq__"
+# The values a `tests` job sends for the trusted names the program's statements read.
+INPUTS_NAME = "__rs_in__"
+# Records whose text is JSON, kept whole (other text is a reason, clipped).
+_JSON_RECORDS = ("result", "values", "value")
 
 _write = os.write
 _close = os.close
@@ -76,7 +84,7 @@ class Records:
 
     def __call__(self, kind: str, index: Any, text: str = "") -> None:
         # JSON (a batch's scores, a test's values) is kept whole; other text is a reason.
-        if kind not in ("result", "values"):
+        if kind not in _JSON_RECORDS:
             text = " ".join(_str(text).split())[:REASON_CHARS]
         line = f"{self.nonce} {kind} {index} {text}\n".encode("utf-8", "replace")
         self.parts.append(line)
@@ -192,25 +200,51 @@ def _run_exec(job: Mapping[str, Any], report: Records) -> int:
 
 
 def _compile_tests(tests: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """Each test as ("holes", pre, [expressions]) or ("code", code), compiled."""
+    """Each item as ("code", code), ("pre", pre) or ("holes", pre, [expressions], truth),
+    compiled."""
     compiled: list[Any] = []
     for i, test in enumerate(tests):
         if "code" in test:
             compiled.append(("code", _compile(test["code"], f"<test {i}>", "exec")))
-        else:
-            pre = _compile(test.get("pre") or "", f"<test {i} setup>", "exec")
-            holes = [_compile(h, f"<test {i}>", "eval") for h in test["holes"]]
-            compiled.append(("holes", pre, holes, _bool(test.get("truth"))))
+            continue
+        pre = _compile(test.get("pre") or "", f"<test {i} setup>", "exec")
+        if "holes" not in test:
+            compiled.append(("pre", pre))
+            continue
+        holes = [_compile(h, f"<test {i}>", "eval") for h in test["holes"]]
+        compiled.append(("holes", pre, holes, _bool(test.get("truth"))))
     return compiled
 
 
+def _inputs(encoded: Mapping[str, Any]) -> dict[str, Any]:
+    """The trusted values the program's statements read, from the job: plain data, or a
+    module (or a module's function or class) imported by name (`judge.importable`)."""
+    import importlib
+
+    values: dict[str, Any] = {}
+    for key, item in encoded.items():
+        if "import" in item:
+            module, qualname = item["import"]
+            value: Any = importlib.import_module(module)
+            for part in qualname.split(".") if qualname else ():
+                value = getattr(value, part)
+            values[key] = value
+        else:
+            values[key] = plain.decode(item["value"])
+    return values
+
+
 def _run_tests(job: Mapping[str, Any], report: Records) -> int:
-    # Everything trusted is compiled before any untrusted code runs.
+    # Everything trusted is compiled (and the inputs decoded) before any untrusted code runs.
     try:
         setup = _compile(job.get("setup") or "", "<test setup>", "exec")
         tests = _compile_tests(job["tests"])
+        inputs = _inputs(job.get("inputs") or {})
     except SyntaxError as exc:
         report("error", 0, f"test code does not compile: {describe(exc)}")
+        return 1
+    except (ValueError, TypeError, KeyError, ImportError, AttributeError) as exc:
+        report("error", 0, f"the test's inputs cannot be rebuilt: {describe(exc)}")
         return 1
     entry = job.get("entry_point")
     # Not "__main__": a solution's `if __name__ == "__main__":` demo must not run (nor read
@@ -224,6 +258,7 @@ def _run_tests(job: Mapping[str, Any], report: Records) -> int:
     _harden()
     try:
         _exec(program, namespace)
+        namespace[INPUTS_NAME] = inputs
         _exec(setup, namespace)
         if entry:
             if entry not in namespace:
@@ -248,11 +283,14 @@ def _run_tests(job: Mapping[str, Any], report: Records) -> int:
             _exec(test[1], namespace)
         except _MemoryError:
             report("memory", i, "MemoryError")
-            report("test", i, "fail MemoryError")
+            if test[0] == "code":
+                report("test", i, "fail MemoryError")
         except _BaseException as exc:
-            report("test", i, "fail " + describe(exc))
+            if test[0] == "code":
+                report("test", i, "fail " + describe(exc))
         else:
-            report("test", i, "pass")
+            if test[0] == "code":
+                report("test", i, "pass")
     report("done", _len(tests), "")
     return 0
 
@@ -260,9 +298,9 @@ def _run_tests(job: Mapping[str, Any], report: Records) -> int:
 def _evaluate(
     pre: Any, holes: list[Any], truth: bool, namespace: dict[str, Any], report: Records
 ) -> list[Any]:
-    """Run a test's setup, then its holes in order, as Python would: the first exception
-    stops it (the assertion would never have been checked). `truth`: only the truth of the
-    one hole matters (`assert check(x)`), so its truth is what is sent."""
+    """Run a test's statements, then its holes in order, as Python would: the first
+    exception stops it (the assertion would never have been checked). `truth`: only the
+    truth of the one hole matters (`assert check(x)`), so its truth is what is sent."""
     values: list[Any] = []
     try:
         _exec(pre, namespace)

@@ -20,7 +20,12 @@ Encoding: JSON null, booleans, strings and arrays (lists) stand for themselves; 
 JSON number unless it is too long for one (`{"int": hex}`); a finite float is a JSON number
 (Python's shortest repr, exact on the way back), others `{"float": "nan" | "inf" | "-inf"}`;
 every other type is a one-key object naming it. `decode` accepts only this shape (a hostile
-sender gets `ValueError`), so whoever decodes never builds anything but plain values.
+sender gets `ValueError`), so whoever decodes never builds anything but plain values, and
+its cost stays linear in what it reads: at most `MAX_ITEMS` elements, `MAX_DEPTH` levels,
+and no set, frozenset or dict whose members share a hash value more than `MAX_SAME_HASH`
+times. Ints, floats and tuples hash alike in every process, so a sender can choose
+thousands of distinct ones with one hash; building a set of them costs quadratic time (a
+set of 150,000 such ints takes hours), which the reader, not the sender, would pay.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from typing import Any
 MAX_DEPTH = 100
 # Elements (all levels together) one value may hold; the run's channel_bytes bounds it too.
 MAX_ITEMS = 2_000_000
+# A set, frozenset or dict some of whose members share a hash value more often than this is
+# refused before it is built (see the module docstring); real values never come close.
+MAX_SAME_HASH = 64
 # Ints with more bits than this travel as hex: JSON numbers that long are refused by Python's
 # int-from-text guard (4300 digits).
 MAX_JSON_INT_BITS = 12_000
@@ -142,39 +150,46 @@ def _type_name(cls: type) -> str:
 
 def decode(data: Any) -> Any:
     """The plain value `data` encodes; raises `ValueError` for anything `encode` does not
-    produce (the sender is the program's process, so it may be anything)."""
-    return _decode(data, 0)
+    produce (the sender is the program's process, so it may be anything), and for a value
+    too large, too deep or built to make hashing it slow (see the module docstring)."""
+    return _decode(data, 0, [MAX_ITEMS])
 
 
-def _decode(data: Any, depth: int) -> Any:
+def _decode(data: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"more than {MAX_ITEMS} elements")
     if depth > MAX_DEPTH + 1:
         raise ValueError("nested too deep")
     cls = type(data)
     if data is None or cls in (bool, int, float, str):
         return data
     if cls is list:
-        return [_decode(x, depth + 1) for x in data]
+        return [_decode(x, depth + 1, budget) for x in data]
     if cls is not dict or len(data) != 1:
         raise ValueError(f"not an encoded value: {type(data).__name__}")
     ((tag, body),) = data.items()
     if tag == "tuple" and type(body) is list:
-        return tuple(_decode(x, depth + 1) for x in body)
+        return tuple(_decode(x, depth + 1, budget) for x in body)
     if tag == "dict" and type(body) is list:
-        out = {}
+        keys, values = [], []
         for pair in body:
             if type(pair) is not list or len(pair) != 2:
                 raise ValueError("a dict entry that is not a [key, value] pair")
-            out[_hashable(_decode(pair[0], depth + 1))] = _decode(pair[1], depth + 1)
-        return out
+            keys.append(_decode(pair[0], depth + 1, budget))
+            values.append(_decode(pair[1], depth + 1, budget))
+        _check_hashes(keys, "dict key")
+        return dict(zip(keys, values, strict=True))
     if tag in ("set", "frozenset") and type(body) is list:
-        items = [_hashable(_decode(x, depth + 1)) for x in body]
+        items = [_decode(x, depth + 1, budget) for x in body]
+        _check_hashes(items, "set element")
         return set(items) if tag == "set" else frozenset(items)
     if tag == "int" and type(body) is str:
         return int(body, 16)
     if tag == "float" and body in ("nan", "inf", "-inf"):
         return float(body)
     if tag == "complex" and type(body) is list and len(body) == 2:
-        real, imag = (_decode(x, depth + 1) for x in body)
+        real, imag = (_decode(x, depth + 1, budget) for x in body)
         if type(real) is not float or type(imag) is not float:
             raise ValueError("a complex number whose parts are not floats")
         return complex(real, imag)
@@ -184,11 +199,20 @@ def _decode(data: Any, depth: int) -> Any:
     raise ValueError(f"unknown tag {str(tag)[:20]!r}")
 
 
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        raise ValueError(
-            f"an unhashable {type(value).__name__} as a dict key or set element"
-        ) from None
-    return value
+def _check_hashes(members: list[Any], what: str) -> None:
+    """Refuse members that are unhashable, or that would make a set or dict of them slow to
+    build: more than `MAX_SAME_HASH` sharing one hash value. Counting costs linear time: a
+    hash value hashes to itself (CPython), so distinct values never collide here."""
+    seen: dict[int, int] = {}
+    for member in members:
+        try:
+            key = hash(member)
+        except TypeError:
+            raise ValueError(f"an unhashable {type(member).__name__} as a {what}") from None
+        count = seen.get(key, 0) + 1
+        if count > MAX_SAME_HASH:
+            raise ValueError(
+                f"more than {MAX_SAME_HASH} {what}s with one hash value (built to make "
+                "reading it slow)"
+            )
+        seen[key] = count

@@ -5,12 +5,17 @@ harness's last record (`NONCE exit CODE`) or the child's death, ends the run at 
 deadline or when the kernel reports an OOM kill in its cgroup (`budget.py`), and returns
 the zygote's reply (`outcome.reply`).
 
-The deadline is wall-clock time the run did not spend waiting for a CPU
-(`effective_seconds`): at `wall_seconds`, the longest run-queue wait of the run's processes
+The deadline is wall-clock time the run did not spend waiting for a CPU that others held
+(`effective_seconds`): at `wall_seconds`, the run-queue wait of its processes
 (`/proc/PID/schedstat`) moves it later, up to `wall_seconds * wall_stretch`, unless the run's
-processes together already used that much CPU time. A program that sleeps or blocks ends at
-`wall_seconds`, as does one that keeps itself waiting (a fork bomb); a CPU-bound one on a
-loaded machine is bounded by `cpu_seconds` (RLIMIT_CPU), not by how busy the machine is.
+processes together already used that much CPU time. What counts is only CPU the run was
+denied: a process's wait, less the CPU time the run's other processes used meanwhile (a run
+that keeps itself waiting, with CPU burners or a fork bomb, gets no extra time), and nothing
+for a process that gave its CPU away itself (a raised nice value, the idle or batch
+scheduling policy, a niced autogroup). Every process of the run counts, orphans and zombies
+included (`run_pids` lists them), and none outlives the run. So a program that sleeps or
+blocks ends at `wall_seconds`; a CPU-bound one on a loaded machine is bounded by
+`cpu_seconds` (RLIMIT_CPU), not by how busy the machine is.
 """
 
 from __future__ import annotations
@@ -29,28 +34,51 @@ MIN_STEP_SECONDS = 0.05
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+# /proc/PID/stat fields after the command name: utime, stime, cutime, cstime, nice, policy.
+_UTIME, _NICE, _POLICY = 11, 16, 38
+SCHED_OTHER = 0
+
+
+def _usage(pid: int, base_nice: int) -> tuple[float, float, float, bool] | None:
+    """(run-queue wait, own CPU, CPU of reaped children, whether it competes at full
+    weight) of one process, in seconds; None when it is gone. A zombie keeps its times."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        times = [int(x) / _TICKS for x in fields[_UTIME : _UTIME + 4]]
+        full_weight = int(fields[_NICE]) <= base_nice and int(fields[_POLICY]) == SCHED_OTHER
+    except (OSError, ValueError, IndexError):
+        return None
+    waited = 0.0
+    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/schedstat") as f:
+        waited = int(f.read().split()[1]) / 1e9
+    # "/autogroup-N nice K", where autogroups are on: a session's share of the CPU.
+    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/autogroup") as f:
+        full_weight = full_weight and int(f.read().split()[-1]) <= 0
+    return waited, times[0] + times[1], times[2] + times[3], full_weight
 
 
 def busy_time(pids: Iterable[int]) -> tuple[float, float]:
-    """(longest run-queue wait of any of these processes, CPU time of all of them and of
-    the children they reaped), in seconds, from /proc/PID/schedstat and /proc/PID/stat."""
-    longest, cpu = 0, 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/schedstat") as f:
-                longest = max(longest, int(f.read().split()[1]))
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            cpu += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-        except (OSError, ValueError, IndexError):
-            continue
-    return longest / 1e9, cpu / _TICKS
+    """(the longest wait for a CPU that the run did not cause itself, CPU time of all these
+    processes and of the children they reaped), in seconds.
+
+    A process's wait counts less the CPU time every other process of the run used (on one
+    CPU, all of that could have been the cause), and not at all when the process competes
+    at less than full weight by its own choice (nice, policy, autogroup)."""
+    base_nice = os.getpriority(os.PRIO_PROCESS, 0)  # ours, which every run starts with
+    usages = [u for u in (_usage(pid, base_nice) for pid in pids) if u is not None]
+    cpu = sum(own + reaped for _, own, reaped, _ in usages)
+    credit = 0.0
+    for waited, own, _, full_weight in usages:
+        if full_weight:
+            credit = max(credit, waited - (cpu - own))
+    return credit, cpu
 
 
 def effective_seconds(elapsed: float, pids: Iterable[int]) -> float:
     """How long the run has taken in a sense a busy machine does not change: the wall-clock
-    time minus the longest wait for a CPU, but never less than the CPU time its processes
-    used together (a run that keeps itself waiting, a fork bomb, gets no extra time)."""
+    time less the wait for a CPU that others held (`busy_time`), but never less than the CPU
+    time its processes used together."""
     waited, cpu = busy_time(pids)
     return max(elapsed - waited, cpu)
 

@@ -4,8 +4,9 @@ Started by `rewardsmith.sandbox.pool` as a `process.WorkerProcess` (a fresh `pyt
 that imports this module without the rest of rewardsmith and calls `main` with its pipes
 and the pool's limits). At start it isolates itself once (`isolation.py`: PID, network,
 mount and IPC namespaces, the run budget's cgroup, the minimal root with a fresh /proc;
-children inherit all of it), makes itself non-dumpable and pre-imports the modules tests
-use.
+children inherit all of it), makes itself non-dumpable, installs a seccomp filter that
+refuses the kernel keyring's calls (keys are kept per uid, not per process: one run's key
+would be there for the next) and pre-imports the modules tests use.
 
 Each run gets a child forked in advance, into the run cgroup, while the zygote is idle
 (`child.py`): it warms its pages, sets the pool's rlimits, drops to the run's uid (as root)
@@ -15,7 +16,8 @@ pickle). It tells the zygote when it starts; the zygote enforces the deadline, c
 output, watches the memory budget (`supervise.py`), answers the caller as soon as the
 harness reports its exit, then kills every process of the run (as PID 1: `kill(-1)`;
 otherwise, as a child subreaper, its whole process tree; and whatever is left in the run
-cgroup), reaps, removes the directory, wipes the private /tmp and forks the next child.
+cgroup), reaps, removes the directory, removes every IPC object the run made (`ipc.py`),
+wipes the private /tmp and forks the next child.
 Nothing in this process ever runs untrusted code or holds a job (a job that needs other
 limits passes through as bytes, after the fork), and no run inherits anything from an
 earlier one (a fresh fork, a fresh directory).
@@ -36,6 +38,7 @@ from typing import Any
 
 from rewardsmith.sandbox import _linux, budget
 from rewardsmith.sandbox.child import run_child
+from rewardsmith.sandbox.ipc import RunIPC
 from rewardsmith.sandbox.isolation import become_init, enter_view, isolate, world_readable
 from rewardsmith.sandbox.process import read_frame, recv, send, write_all
 from rewardsmith.sandbox.rootfs import PRIVATE_TMP_DIRS, python_paths
@@ -77,8 +80,9 @@ PR_SET_CHILD_SUBREAPER = 36
 TMP_PREFIX = "rewardsmith-zygote-"
 # The environment every child sees: nothing of the caller's (API keys, tokens, paths).
 CHILD_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
-# After a run, how long the zygote waits for its processes to be gone from the run cgroup
-# (so the next run starts with its whole budget) before it goes on regardless.
+# After a run, how long the zygote waits for its processes to be gone from the run cgroup,
+# and for the shared memory it made to be freed (so the next run starts with its whole
+# budget), before it goes on regardless.
 DRAIN_SECONDS = 2.0
 
 
@@ -120,9 +124,17 @@ class Zygote:
     """Forks, prepares and supervises one run at a time; replies on behalf of each run."""
 
     def __init__(
-        self, info: dict[str, Any], job_fd: int, limits: dict[str, Any], run_budget: Any
+        self,
+        info: dict[str, Any],
+        job_fd: int,
+        limits: dict[str, Any],
+        run_budget: Any,
+        ipc: RunIPC | None = None,
     ) -> None:
         self.info = info
+        self.ipc = ipc  # our IPC namespace, cleared after each run (None: not ours to clear)
+        self.ipc_memory = limits["memory_mb"]
+        self.shared_before = 0  # shared memory charged to the run cgroup before the run
         self.job_fd = job_fd  # the caller's pipe: prepared children read their job from it
         self.limits = limits  # what every prepared run's limits are set to
         self.budget = run_budget
@@ -149,6 +161,11 @@ class Zygote:
         if self.budget.kind != "rlimit" and wanted != self.budget_limits:
             self.budget.limit(*wanted)
             self.budget_limits = wanted
+        if self.budget.kind != "rlimit":  # what the next run's shared memory adds to
+            self.shared_before = self.budget.shared_bytes()
+        if self.ipc is not None and limits["memory_mb"] != self.ipc_memory:
+            self.ipc.limit(limits["memory_mb"])
+            self.ipc_memory = limits["memory_mb"]
         workdir = tempfile.mkdtemp(prefix="run-", dir=self.tmp_root)
         if self.uid is not None:
             os.chown(workdir, self.uid, self.uid)
@@ -219,11 +236,13 @@ class Zygote:
         return supervise(run, message, self.budget, self._run_pids, self._kill_all, self._wait)
 
     def _run_pids(self) -> list[int]:
-        """Pids of the current run's live processes."""
-        if self.budget.kind != "rlimit":
-            return self.budget.procs()
-        root = self.current.pid if self.current is not None else os.getpid()
-        return [root, *_descendants(root, set())]
+        """Pids of every process of the current run, zombies included (their CPU time is
+        still theirs to account for): all our descendants but the prepared child. Orphans
+        of the run are ours too (we are PID 1 of the namespace, or a child subreaper), so a
+        process cannot leave the run's count by leaving its parent; a cgroup's list would
+        miss the zombies."""
+        keep = {self.pending.pid} if self.pending is not None else set()
+        return _descendants(os.getpid(), keep)
 
     def _next_message(self, run: _Pending) -> dict[str, Any] | None:
         """The child's next message other than `ready`; None if it died first."""
@@ -272,19 +291,22 @@ class Zygote:
         run, self.current = self.current, None
         if run is not None:
             self._retire(run)
-            self._drain()
+            deadline = time.monotonic() + DRAIN_SECONDS
+            self._drain(deadline)
+            if self.ipc is not None:
+                self.ipc.clear()
             self._wipe_private_tmp()
+            self._free_shared_memory(deadline)
         # Only now: the next child takes its job from the caller's pipe as soon as it is
         # ready, so the private /tmp must already be clean and the budget whole for it.
         self.prefork()
         self._reap()
 
-    def _drain(self) -> None:
+    def _drain(self, deadline: float) -> None:
         """Wait (a little) until the killed run's processes are gone from its cgroup and
         reaped: a dying process still holds memory and a place in `pids.max`."""
         if self.budget.kind == "rlimit":
             return
-        deadline = time.monotonic() + DRAIN_SECONDS
         while True:
             self._reap()
             left = self.budget.procs()
@@ -292,6 +314,15 @@ class Zygote:
                 return
             self.budget.kill_all()
             time.sleep(0.0005)
+
+    def _free_shared_memory(self, deadline: float) -> None:
+        """Wait (a little) until the run's shared memory has left its budget: files of the
+        private /tmp and SysV segments (both removed by now), which the kernel frees as the
+        last process that mapped them is gone."""
+        if self.budget.kind == "rlimit":
+            return
+        while self.budget.shared_bytes() > self.shared_before and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def _kill_all(self, pid: int) -> None:
         with contextlib.suppress(OSError):
@@ -408,6 +439,12 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
         info["no_new_privs"] = True
     except OSError:
         info["no_new_privs"] = False
+    # Inherited by every run: the keyring calls fail (keys outlive processes, per uid).
+    try:
+        _linux.deny_keyrings()
+        info["keyrings_denied"] = True
+    except OSError:
+        info["keyrings_denied"] = False
     # Runs cannot ptrace us, nor open our /proc/1/{mem,fd,environ} (they may share our uid
     # in a user namespace); each run makes itself dumpable again for its own /proc/self.
     _linux.prctl(_linux.PR_SET_DUMPABLE, 0)
@@ -428,7 +465,14 @@ def main(job_fd: int, reply_fd: int, config: dict[str, Any]) -> None:
 
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
-    zygote = Zygote(info, job_fd, limits, run_budget)
+    run_ipc = None
+    if info["ipc_ns"]:  # only our own namespace is ours to clear
+        try:
+            run_ipc = RunIPC(int(limits["memory_mb"]))
+        except OSError as exc:
+            info["ipc_error"] = str(exc)
+    info["ipc_cleared"] = run_ipc is not None
+    zygote = Zygote(info, job_fd, limits, run_budget, run_ipc)
 
     def leave() -> None:
         shutil.rmtree(zygote.tmp_root, ignore_errors=True)

@@ -10,26 +10,32 @@ or crashes (memory, signal, early exit, a broken result channel) scores 0.0 with
 
 Where the verdict is decided: each assertion is split (`rewardsmith.tools.code_split`) into
 the calls into the program, which the program's run evaluates and reports as plain data,
-and the rest, the check, which is decided here on that data (a comparison with a literal, a
-truth test) or by a judge run, a sandboxed run that never held the program
-(`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). The expected side of an
-assertion, and the expected output of a stdin/stdout case, never reach the program's
-process: it influences its score only through what its functions return, or what it prints.
-An assertion that cannot be split runs whole in the program's process, comparing plain data
-there; its verdict can be faked by a program that tampers with its own interpreter, and
+and the rest, the check, which is decided here on that data (a comparison with a literal or
+with a value of the test's own, a truth test) or by a judge run, a sandboxed run that never
+holds the program (`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). The
+test's own statements and tables run in the judge: the program's run gets the calls, and
+the arguments they need as plain data, which a judge run prepares once per reference
+(`rewardsmith.tools.code_plan`). The expected side of an assertion, and the expected output
+of a stdin/stdout case, never reach the program's process: it influences its score only
+through what its functions return, or what it prints. A test that cannot be split (or whose
+arguments cannot travel as data) runs whole in a run of its own, comparing plain data there;
+its verdict can be faked by a program that tampers with its own interpreter, and
 `in_process` counts such tests.
 """
 
 from __future__ import annotations
 
 import secrets
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits
 from rewardsmith.tools.base import make_reward
+from rewardsmith.tools.code_plan import Plan, Slot, plan_from, prepare_job
 from rewardsmith.tools.code_reference import (
     TestSuite,
     build_program,
@@ -55,6 +61,8 @@ MAX_CODE_CHARS = 100_000
 STDOUT_LIMIT_BYTES = 1_000_000
 # Reasons quote at most this much of a failure message.
 REASON_CHARS = 160
+# Plans (a suite with the values its judge prepared) kept across calls.
+PLAN_CACHE = 4096
 
 
 class CodeTool(RewardTool):
@@ -101,6 +109,9 @@ class CodeTool(RewardTool):
         self.preload = tuple(preload)
         self.read_only_paths = tuple(read_only_paths)
         self._sandbox: Sandbox | None = None
+        # id(suite) -> (suite, its plan); the suite is kept so that its id stays its own.
+        self._plans: OrderedDict[int, tuple[TestSuite, Plan]] = OrderedDict()
+        self._plans_lock = threading.Lock()
 
     @property
     def sandbox(self) -> Sandbox:
@@ -126,13 +137,21 @@ class CodeTool(RewardTool):
 
     def __getstate__(self) -> dict[str, Any]:
         # Picklable into worker processes (trainer adapters): the copy starts its own pool.
-        return {**self.__dict__, "_sandbox": None}
+        return {
+            **self.__dict__,
+            "_sandbox": None,
+            "_plans": OrderedDict(),
+            "_plans_lock": None,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._plans_lock = threading.Lock()
 
     def score(self, samples: Sequence[Sample]) -> list[Reward]:
         suites: dict[str | None, TestSuite | InvalidReferenceError] = {}
         rewards: list[Reward | None] = [None] * len(samples)
-        jobs: list[dict[str, Any]] = []
-        owners: list[tuple[int, TestSuite]] = []  # the sample each job belongs to
+        programs: list[tuple[int, TestSuite, str]] = []
         for i, sample in enumerate(samples):
             suite = self._suite(sample.reference, suites)
             if isinstance(suite, InvalidReferenceError):
@@ -147,31 +166,67 @@ class CodeTool(RewardTool):
                     self.spec, 0.0, reason=f"code longer than {MAX_CODE_CHARS} characters"
                 )
                 continue
-            suite = self._shadowed(sample.reference, suite, code, suites)
-            for job in self._jobs(code, suite):
+            programs.append((i, self._shadowed(sample.reference, suite, code, suites), code))
+        plans = self._plan([suite for _, suite, _ in programs])
+        jobs: list[dict[str, Any]] = []
+        owners: list[tuple[int, list[Slot] | None]] = []  # the sample each job belongs to
+        for i, suite, code in programs:
+            for job, slots in self._jobs(code, suite, plans[id(suite)]):
                 jobs.append(job)
-                owners.append((i, suite))
+                owners.append((i, slots))
         results = self.sandbox.map(jobs) if jobs else []
-        grouped: dict[int, tuple[TestSuite, list[tuple[dict[str, Any], ExecutionResult]]]] = {}
-        for (i, suite), job, result in zip(owners, jobs, results, strict=True):
-            grouped.setdefault(i, (suite, []))[1].append((job, result))
-        outcomes = {i: self._outcome(suite, runs) for i, (suite, runs) in grouped.items()}
-        self._judge(grouped, outcomes)
-        for i, (suite, _) in grouped.items():
-            rewards[i] = self._reward(suite, outcomes[i])
+        suite_of = {i: suite for i, suite, _ in programs}
+        outcomes: dict[int, Outcome] = {}
+        stdio: dict[int, list[ExecutionResult]] = {}
+        for (i, slots), job, result in zip(owners, jobs, results, strict=True):
+            if slots is None:
+                stdio.setdefault(i, []).append(result)
+                continue
+            plan = plans[id(suite_of[i])]
+            outcome = outcomes.setdefault(i, Outcome.for_tests(plan.suite.total))
+            read_records(result, job["nonce"], slots, plan, outcome)
+        for i, runs in stdio.items():
+            outcomes[i] = stdio_outcome(runs, [out for _, out in suite_of[i].cases])
+        self._judge({i: plans[id(suite_of[i])] for i in outcomes}, outcomes)
+        for i, outcome in outcomes.items():
+            rewards[i] = self._reward(plans[id(suite_of[i])], outcome)
         return [r for r in rewards if r is not None]
 
-    @staticmethod
-    def _outcome(suite: TestSuite, runs: list[tuple[dict[str, Any], ExecutionResult]]) -> Outcome:
-        if suite.format == "stdio":
-            return stdio_outcome([result for _, result in runs], [out for _, out in suite.cases])
-        job, result = runs[0]
-        return read_records(result, job["nonce"], suite)
+    def _plan(self, suites: Sequence[TestSuite]) -> dict[int, Plan]:
+        """The plan of every suite (`code_plan`): kept from earlier calls, static, or from a
+        judge run that prepares its values (one per suite, all at once)."""
+        plans: dict[int, Plan] = {}
+        preparing: dict[int, TestSuite] = {}
+        for suite in suites:
+            with self._plans_lock:
+                cached = self._plans.get(id(suite))
+                if cached is not None and cached[0] is suite:
+                    self._plans.move_to_end(id(suite))
+            if cached is not None and cached[0] is suite:
+                plans[id(suite)] = cached[1]
+            elif suite.format == "stdio" or not suite.needs_preparing:
+                plans[id(suite)] = self._keep(suite, Plan(suite))
+            else:
+                preparing[id(suite)] = suite
+        nonces = [secrets.token_hex(16) for _ in preparing]
+        jobs = [prepare_job(s, n) for s, n in zip(preparing.values(), nonces, strict=True)]
+        results = self.sandbox.map(jobs) if jobs else []
+        for suite, nonce, result in zip(preparing.values(), nonces, results, strict=True):
+            plan, final = plan_from(suite, result, nonce)
+            plans[id(suite)] = self._keep(suite, plan) if final else plan
+        return plans
 
-    def _judge(self, grouped: dict[int, Any], outcomes: dict[int, Outcome]) -> None:
+    def _keep(self, suite: TestSuite, plan: Plan) -> Plan:
+        with self._plans_lock:
+            self._plans[id(suite)] = (suite, plan)
+            while len(self._plans) > PLAN_CACHE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def _judge(self, plans: dict[int, Plan], outcomes: dict[int, Outcome]) -> None:
         """Second round: one judge run per sample whose tests need one (`code_verdict`)."""
         waiting = [i for i, outcome in outcomes.items() if outcome.pending]
-        jobs = [judge_job(grouped[i][0], outcomes[i], secrets.token_hex(16)) for i in waiting]
+        jobs = [judge_job(plans[i], outcomes[i], secrets.token_hex(16)) for i in waiting]
         for i, job, result in zip(waiting, jobs, self.sandbox.map(jobs), strict=True):
             settle(outcomes[i], result, job["nonce"])
 
@@ -209,36 +264,34 @@ class CodeTool(RewardTool):
         return cache[reference]
 
     @staticmethod
-    def _jobs(code: str, suite: TestSuite) -> list[dict[str, Any]]:
+    def _jobs(
+        code: str, suite: TestSuite, plan: Plan
+    ) -> list[tuple[dict[str, Any], list[Slot] | None]]:
+        """The runs of one sample: a run per stdin/stdout case, or the decomposed run and the
+        in-process run its plan needs (`code_plan`), each with what its items report."""
         if suite.format == "stdio":
             return [
                 # The expected output stays here: the program's run gets its stdin only.
-                {"mode": "exec", "source": code, "stdin": given}
+                ({"mode": "exec", "source": code, "stdin": given}, None)
                 for given, _ in suite.cases
             ]
+        runs = [plan.program_job(code), plan.in_process_job(code)]
         return [
-            {
-                "mode": "tests",
-                "source": build_program(code, suite),
-                "setup": suite.setup,
-                "tests": [t.job() for t in suite.tests],
-                "entry_point": suite.entry_point,
-                "candidate": suite.candidate,
-                "nonce": secrets.token_hex(16),
-            }
+            ({**job, "nonce": secrets.token_hex(16)}, slots) for job, slots in filter(None, runs)
         ]
 
-    def _reward(self, suite: TestSuite, outcome: Outcome) -> Reward:
+    def _reward(self, plan: Plan, outcome: Outcome) -> Reward:
+        in_process = plan.in_process if plan.suite.format != "stdio" else 0
         components = {
             "passed": float(outcome.passed),
             "total": float(outcome.total),
-            "in_process": float(suite.in_process),
+            "in_process": float(in_process),
         }
         if outcome.status != "ok":
             return make_reward(self.spec, 0.0, outcome.status, outcome.reason, components)
         fraction = outcome.passed / outcome.total if outcome.total else 0.0
         score = float(fraction == 1.0) if self.strict else fraction
         reason = outcome.first_failure() or f"passed {outcome.passed}/{outcome.total}"
-        if suite.in_process and outcome.passed == outcome.total:
-            reason += f" ({suite.in_process} judged inside the program's process)"
+        if in_process and outcome.passed == outcome.total:
+            reason += f" ({in_process} judged inside the program's process)"
         return make_reward(self.spec, score, "ok", reason[:REASON_CHARS], components)

@@ -31,8 +31,9 @@ from typing import Any, Literal
 
 from rewardsmith.config import MAX_REFERENCE_CHARS
 from rewardsmith.errors import InvalidReferenceError
+from rewardsmith.tools.code_inputs import Keys, Step, split_setup
+from rewardsmith.tools.code_names import Names
 from rewardsmith.tools.code_split import (
-    Names,
     SplitTest,
     compile_quietly,
     guard_equality,
@@ -54,14 +55,17 @@ _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 class TestSuite:
     """A parsed reference: what to run, and how many tests the parent expects.
 
-    `setup` runs in the program's process after the program; `judge_setup` (its statements
-    that do not touch the program) runs in the judge. `candidate` is the name the tests call
-    the entry point by (HumanEval's `check` parameter)."""
+    `setup` (the test module's code besides `check`, MBPP's imports and `test_setup_code`),
+    as written, runs after the program where tests run in process; `program_setup` (its
+    imports and its statements that use the program) where they are decomposed, and
+    `setup_steps` (the rest) in the judge. `candidate` is the name the tests call the entry
+    point by (HumanEval's `check` parameter)."""
 
     format: Format
     tests: tuple[SplitTest, ...] = ()
     setup: str = ""
-    judge_setup: str = ""
+    program_setup: str = ""
+    setup_steps: tuple[Step, ...] = ()
     prompt: str = ""
     entry_point: str | None = None
     candidate: str = "candidate"
@@ -73,8 +77,16 @@ class TestSuite:
 
     @property
     def in_process(self) -> int:
-        """How many tests run whole inside the program's process (not decomposed)."""
+        """How many tests run whole inside the program's process by their form (not
+        decomposed); `code_plan.Plan` adds those whose arguments cannot travel as data."""
         return sum(t.in_process for t in self.tests)
+
+    @property
+    def needs_preparing(self) -> bool:
+        """Whether a judge run must first compute values of the test's own (arguments the
+        program's code reads, expected sides the caller compares with)."""
+        steps = [*self.setup_steps, *(s for t in self.tests for s in t.steps)]
+        return any(step[0] != "run" for step in steps)
 
     @property
     def judge_builtins(self) -> frozenset[str]:
@@ -158,11 +170,6 @@ def _must_parse(source: str) -> ast.Module:
         raise InvalidReferenceError(f"test code does not compile: {exc.msg}") from None
 
 
-def _trusted_setup(setup: ast.Module, names: Names) -> str:
-    """Run the setup's statements through `names`; the judge's part: the clean ones."""
-    return "\n".join(ast.unparse(s) for s in setup.body if names.run(s))
-
-
 def _mbpp_suite(data: Mapping[str, Any], decompose: bool, shadowed: frozenset[str]) -> TestSuite:
     tests = data["test_list"]
     if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests) or not tests:
@@ -171,19 +178,27 @@ def _mbpp_suite(data: Mapping[str, Any], decompose: bool, shadowed: frozenset[st
     if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
         raise InvalidReferenceError("'test_imports' must be a list of strings")
     setup = "\n".join([*imports, data.get("test_setup_code") or ""])
-    names = Names(shadowed=shadowed)
-    judge_setup = _trusted_setup(_must_parse(setup), names)
+    names, keys = Names(shadowed=shadowed), Keys()
+    program_setup, setup_steps = split_setup(_must_parse(setup).body, names, keys)
     split = []
-    for source in tests:
+    for index, source in enumerate(tests):
+        names.test = index
         body = _must_parse(source).body
         asserts = [s for s in body if any(isinstance(n, ast.Assert) for n in ast.walk(s))]
         if body and asserts == [body[-1]]:
-            split.append(split_one(body[:-1], body[-1], names, decompose, decompose))
+            split.append(split_one(body[:-1], body[-1], names, decompose, decompose, keys))
         else:  # not "statements, then one assertion": the string runs whole, as it is
             for stmt in body:
                 names.taint(stmt)
-            split.append(SplitTest(source, code=guard_equality(source) if decompose else source))
-    return TestSuite("mbpp", tests=tuple(split), setup=setup, judge_setup=judge_setup)
+            code = guard_equality(source) if decompose else source
+            split.append(SplitTest(source, code=code))
+    return TestSuite(
+        "mbpp",
+        tests=tuple(split),
+        setup=setup,
+        program_setup=program_setup,
+        setup_steps=setup_steps,
+    )
 
 
 def _humaneval_suite(
@@ -205,9 +220,9 @@ def _humaneval_suite(
     prompt = data.get("prompt") or ""
     # The program's process never gets `check` itself: its body holds the expected values.
     rest = ast.Module([n for n in module.body if n is not check], type_ignores=[])
-    names = Names({entry, param}, shadowed)
-    judge_setup = _trusted_setup(rest, names)
-    tests = split_body(check.body, names, decompose, decompose)
+    names, keys = Names({entry, param}, shadowed), Keys()
+    program_setup, setup_steps = split_setup(rest.body, names, keys)
+    tests = split_body(check.body, names, decompose, decompose, keys)
     setup = ast.unparse(rest)
     if not tests:  # `check` cannot run statement by statement: one test, run whole
         tests = [SplitTest(f"check({param})", code=f"check({param})")]
@@ -216,7 +231,8 @@ def _humaneval_suite(
         "humaneval",
         tests=tuple(tests),
         setup=setup,
-        judge_setup=judge_setup,
+        program_setup=program_setup,
+        setup_steps=setup_steps,
         prompt=prompt,
         entry_point=entry,
         candidate=param,
@@ -228,7 +244,7 @@ def _assert_suite(text: str, decompose: bool, shadowed: frozenset[str]) -> TestS
         module = parse_quietly(text)
     except SyntaxError as exc:
         raise InvalidReferenceError(f"reference is neither JSON nor Python: {exc.msg}") from None
-    tests = split_body(module.body, Names(shadowed=shadowed), decompose, decompose)
+    tests = split_body(module.body, Names(shadowed=shadowed), decompose, decompose, Keys())
     if not tests:
         raise InvalidReferenceError("reference has no assert statements")
     return TestSuite("asserts", tests=tuple(tests))

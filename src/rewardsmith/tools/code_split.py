@@ -1,53 +1,55 @@
-"""Test code, split into tests, and each test into what the program computes and what is
-checked where the program cannot reach it.
+"""Test code, split into tests, and each test into what the program's process runs and what
+is decided where the program cannot reach it.
 
 A test is one assertion and the statements before it (`pre`). Where the assertion allows it,
 it is *decomposed*: every call into the program's code (`candidate(x)`, `similar_elements(a,
 b)`, a helper the prompt defines) is a *hole* that the program's run evaluates and reports
 as plain data (`rewardsmith.sandbox.plain`); the rest of the assertion, with the holes
 replaced by those values, is the `check`. A check that compares one hole with a literal or
-tests its truth (`op`, `expected`) is decided by the caller; any other by a judge run
-(`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). So
+tests its truth (`op`, `expected`), or with a value the test computes without the program
+(`expect_key`: `odd_sum` in `assert candidate(lst) == odd_sum`), is decided by the caller;
+any other by a judge run (`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). So
 
     assert candidate([1, 2, 3]) == [3, 2, 1]
     # the program evaluates `candidate([1, 2, 3])`; the caller checks `__rs_hole_0__ == [3, 2, 1]`
     assert abs(candidate(1.33) - 0.33) < 1e-06
     # the program evaluates `candidate(1.33)`; a judge run checks `abs(__rs_hole_0__ - 0.33) < 1e-06`
 
-and the expected side never reaches the program's process. A name belongs to the program
-unless trusted code binds it (the test's imports and setup, statements of the test that do
-not touch the program) or it is a builtin; a statement that uses a program name binds
-program names.
+**What the program's process gets** (`program_pre`, `holes`): the statements of the test that
+call the program, and the holes, nothing else. The test's own statements (`lst = ...`,
+`odd_sum = sum(...)`) are the judge's (`steps`); a trusted name the program's code reads is
+*bound* from a value the judge computed at that point and sent as plain data (`lst =
+__rs_in__['3']`; `steps` has `["bind", "3", "lst"]`), and is the program's from then on
+(`Names.hand_over`: it may have changed it). A value that cannot travel as data (a function
+or an instance of a class the test defines) makes the test run in process, decided once the
+judge has prepared the values (`code_plan`).
 
 An assertion that cannot be decomposed runs the old way, whole, inside the program's process
 (`code`, with `==`/`!=` compared as plain data there): a loop around an assertion, a
 comprehension or lambda over the program's names, `and`/`or`/`if` around a call into the
 program (their short-circuit decides which calls happen), a program name used as a value
-rather than called, a walrus, statements after the last assertion, a check that would run a
-value as code. Its verdict comes from the program's own process, so a program that tampers
-with its interpreter can fake it; the reward counts such tests in its `in_process` component.
+rather than called, a walrus, statements after the last assertion, a check that could run a
+value as code (`code_screen`). Its verdict comes from the program's own process, so a
+program that tampers with its interpreter can fake it; the reward counts such tests in its
+`in_process` component.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
-from collections.abc import Iterable, Iterator, Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rewardsmith.sandbox.harness import EQ_HELPER
+from rewardsmith.tools.code_inputs import Keys, Part, Step
+from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, bound_names, free_names
+from rewardsmith.tools.code_screen import runs_code
 
 # The judge binds hole k to this name while it evaluates a test's check.
 HOLE_NAME = "__rs_hole_{}__"
-
-_BUILTINS = frozenset(dir(builtins))
-# A check that calls one of these could run a value the program returned as code: such an
-# assertion runs in the program's process instead (where that code ran anyway).
-_RUNS_CODE = frozenset(
-    {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "open", "input"}
-    | {"globals", "locals", "vars", "breakpoint", "memoryview"}
-)
 # Expressions whose parts are not all evaluated, or evaluated in a scope of their own: a call
 # into the program inside one cannot be lifted out and evaluated up front.
 _OPAQUE = (
@@ -67,23 +69,35 @@ _OPAQUE = (
 
 @dataclass(frozen=True)
 class SplitTest:
-    """One test. Decomposed (`check` set): the program's process runs `pre`, evaluates
-    `holes` in order and sends their values; the judge runs `judge_pre` (the statements of
-    `pre` that do not touch the program) and evaluates `check` with the values bound to
-    `HOLE_NAME`s. In process (`check` empty): the program's process runs `code` whole."""
+    """One test. Always: `source` (as written), `whole` (the test whole, as it runs in
+    process when it must: `code`, or for a decomposed test its source guarded on demand),
+    `pre` (its statements before the assertion, as written: replayed in process),
+    `program_pre` (what the program's run executes of them, trusted names bound from the
+    inputs `inputs` names), `steps` (the judge's part, in order) and `needs` (earlier tests
+    whose statements bound program names this one reads). Decomposed (`check` set): the
+    program's run then evaluates `holes` and sends their values."""
 
     source: str
+    code: str = ""
     pre: str = ""
+    program_pre: str = ""
+    inputs: tuple[str, ...] = ()
+    steps: tuple[Step, ...] = ()
+    needs: frozenset[int] = frozenset()
     holes: tuple[str, ...] = ()
     check: str = ""
-    judge_pre: str = ""
-    code: str = ""
     truth: bool = False  # the assertion tests the hole's truth: the program sends bool(value)
     op: str = ""  # a check the caller decides: "==", "!=", "is", "is not", "truth", "not"
     expected: str = ""  # ...against this literal (the source of a constant, list, dict...)
+    expect_key: str = ""  # ...or against the value the judge prepares under this key
     # Builtins an assertion that calls nothing of the program's calls: if the program defines
     # one of them, it is the function under test (`Names.shadowed`).
     builtins: frozenset[str] = frozenset()
+
+    @property
+    def whole(self) -> str:
+        """The test whole, as it runs in process (`==` on plain data)."""
+        return self.code or guard_equality(self.source)
 
     @property
     def needs_judge(self) -> bool:
@@ -93,107 +107,6 @@ class SplitTest:
     @property
     def in_process(self) -> bool:
         return not self.check
-
-    def job(self) -> dict[str, object]:
-        """The test as a program run's `tests` job lists it (`rewardsmith.sandbox.harness`):
-        never the check or the expected side."""
-        if self.in_process:
-            return {"code": self.code}
-        return {
-            "pre": self.pre,
-            "holes": list(self.holes),
-            "truth": self.truth,
-        }
-
-
-class Names:
-    """Which names belong to the program, statement by statement.
-
-    Starts with `program` (the entry point, `check`'s parameter); every other name is the
-    program's unless a trusted statement bound it or it is a builtin. `shadowed`: builtin
-    names the program defines; they stay the builtins in an assertion that calls the program
-    anyway (`set(f(x)) == set(y)`: the judge's `set`), and are the program's only in one that
-    would otherwise not call it at all (MBPP's `sum(10, 15) == 6`, a task named `sum`)."""
-
-    def __init__(self, program: Iterable[str] = (), shadowed: Iterable[str] = ()) -> None:
-        self.program = set(program)
-        self.trusted: set[str] = set()
-        self.shadowed = frozenset(shadowed)
-
-    def is_program(self, name: str) -> bool:
-        return name in self.program or (name not in self.trusted and name not in _BUILTINS)
-
-    def touches_program(self, node: ast.AST) -> bool:
-        return any(self.is_program(n) for n in free_names(node))
-
-    def run(self, stmt: ast.stmt) -> bool:
-        """Record what `stmt` binds; True when it is clean (touches no program name)."""
-        clean = not self.touches_program(stmt)
-        for name in bound_names(stmt):
-            if clean:
-                self.trusted.add(name)
-                self.program.discard(name)
-            else:
-                self.program.add(name)
-                self.trusted.discard(name)
-        return clean
-
-    def taint(self, stmt: ast.stmt) -> None:
-        """`stmt` runs in the program's process as part of a test: what it binds is the
-        program's (a loop variable, a result it stored)."""
-        for name in bound_names(stmt):
-            self.program.add(name)
-            self.trusted.discard(name)
-
-
-def free_names(node: ast.AST) -> set[str]:
-    """Names `node` reads that it does not bind itself (a close, cheap approximation of
-    Python's scoping: a name bound anywhere inside counts as bound)."""
-    loaded: set[str] = set()
-    bound: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name):
-            loaded.add(n.id)
-        _bind(n, bound, deep=True)
-    return loaded - bound
-
-
-def bound_names(node: ast.AST, deep: bool = False) -> set[str]:
-    """Names a statement binds at its level (`deep`: anywhere inside, arguments included)."""
-    names: set[str] = set()
-    for n in ast.walk(node) if deep else _same_scope(node):
-        _bind(n, names, deep)
-    return names
-
-
-def _bind(n: ast.AST, names: set[str], deep: bool) -> None:
-    if isinstance(n, ast.Name):
-        if isinstance(n.ctx, ast.Store | ast.Del):
-            names.add(n.id)
-    elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        names.add(n.name)
-    elif isinstance(n, ast.alias):
-        names.add((n.asname or n.name).split(".")[0])
-    elif isinstance(n, ast.arg):
-        if deep:
-            names.add(n.arg)
-    elif isinstance(n, ast.ExceptHandler):
-        if n.name:
-            names.add(n.name)
-    elif isinstance(n, ast.Global | ast.Nonlocal):
-        names.update(n.names)
-
-
-def _same_scope(node: ast.AST) -> Iterable[ast.AST]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and isinstance(
-            n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-        ):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
 
 
 def is_placeholder(stmt: ast.stmt) -> bool:
@@ -211,7 +124,7 @@ def _is_test(stmt: ast.stmt) -> bool:
 
 
 def split_body(
-    body: Sequence[ast.stmt], names: Names, decompose: bool, guard: bool
+    body: Sequence[ast.stmt], names: Names, decompose: bool, guard: bool, keys: Keys
 ) -> list[SplitTest]:
     """One test per assertion of `body`; other statements run before the next one.
 
@@ -229,29 +142,48 @@ def split_body(
             pending = []
         else:
             pending.append(stmt)
-    tests = [split_one(pre, stmt, names, decompose, guard) for pre, stmt in chunks]
+    tests = []
+    for index, (pre, stmt) in enumerate(chunks):
+        names.test = index
+        tests.append(split_one(pre, stmt, names, decompose, guard, keys))
     if pending and tests:
         # Statements after the last assertion: the last test runs whole, with them.
         last_pre, last_stmt = chunks[-1]
         code = "\n".join(ast.unparse(s) for s in (*last_pre, last_stmt, *pending))
-        tests[-1] = SplitTest(code, code=guard_equality(code) if guard else code)
+        tests[-1] = dataclasses.replace(
+            tests[-1],
+            source=code,
+            code=guard_equality(code) if guard else code,
+            holes=(),
+            check="",
+            op="",
+            expected="",
+            expect_key="",
+        )
         for stmt in pending:
             names.taint(stmt)
     for test in tests:
         try:
-            compile_quietly(test.code or "\n".join((test.pre, *test.holes, test.check)), "exec")
+            compile_quietly(test.code or "\n".join((test.program_pre, *test.holes, test.check)))
         except SyntaxError:
             return []
     return tests
 
 
 def split_one(
-    pre: Sequence[ast.stmt], stmt: ast.stmt, names: Names, decompose: bool, guard: bool
+    pre: Sequence[ast.stmt],
+    stmt: ast.stmt,
+    names: Names,
+    decompose: bool,
+    guard: bool,
+    keys: Keys,
 ) -> SplitTest:
     """One test: `pre` statements, then `stmt` (an assertion, or a statement holding one)."""
-    clean_pre = [s for s in pre if names.run(s)]
-    source = "\n".join(ast.unparse(s) for s in (*pre, stmt))
-    split = _decomposed(stmt, names) if decompose else None
+    written = "\n".join(ast.unparse(s) for s in pre)
+    source = "\n".join((written, ast.unparse(stmt))) if pre else ast.unparse(stmt)
+    part = Part()
+    part.statements(pre, names, keys)
+    split = _decomposed(stmt, names) if decompose and not part.whole_only else None
     called = free_names(stmt) & names.shadowed if names.shadowed else set()
     if split is not None and not split[0] and called:
         # It calls nothing of the program's but a builtin name the program defines: that
@@ -259,45 +191,78 @@ def split_one(
         names.program |= called
         split = _decomposed(stmt, names)
         names.program -= called
+    if split is not None:
+        hole_nodes, check, truth, (op, expected, other) = split
+        handed: set[str] = set()
+        holes: list[str] = []
+        for hole in hole_nodes:
+            hole_source, bound = part.program_side(hole, names, keys)
+            holes.append(hole_source)
+            handed |= bound
+        if part.whole_only:
+            split = None
     if split is None:
         names.taint(stmt)
-        return SplitTest(source, code=guard_equality(source) if guard else source)
-    holes, check, truth, (op, expected) = split
-    judge_pre = "\n".join(ast.unparse(s) for s in clean_pre)
-    callable_builtins = free_names(stmt) & _BUILTINS if not holes else set()
-    return SplitTest(
-        source,
-        pre="\n".join(ast.unparse(s) for s in pre),
-        holes=holes,
+        return _test(part, source, guard_equality(source) if guard else source, written)
+    expect_key = ""
+    if other:
+        expect_key = keys()
+        part.steps.append(("expect", expect_key, other))
+    names.hand_over(handed)
+    callable_builtins = free_names(stmt) & BUILTIN_NAMES if not hole_nodes else set()
+    return dataclasses.replace(
+        _test(part, source, "", written),  # decomposed: `whole` guards it if ever needed
+        holes=tuple(holes),
         check=check,
-        judge_pre=judge_pre,
         truth=truth,
         op=op,
         expected=expected,
+        expect_key=expect_key,
         builtins=frozenset(n for n in callable_builtins if n not in names.trusted),
+    )
+
+
+def _test(part: Part, source: str, code: str, pre: str) -> SplitTest:
+    """The test, as far as `part` goes (run in process until holes are added)."""
+    return SplitTest(
+        source,
+        code=code,
+        pre=pre,
+        program_pre="\n".join(part.program),
+        inputs=tuple(part.inputs),
+        steps=tuple(part.steps),
+        needs=frozenset(part.needs),
     )
 
 
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
 
 
-def _simple(node: ast.expr) -> tuple[str, str]:
-    """(op, literal) when a check with one hole is a comparison with a literal or a truth
-    test, which the caller decides on plain data without running any code; else ("", "")."""
+def _simple(node: ast.expr, names: Names) -> tuple[str, str, str]:
+    """(op, literal, None) when a check with one hole is a comparison with a literal or a
+    truth test, which the caller decides on plain data without running any code; (op, "",
+    OTHER) when it compares the hole for equality with an expression OTHER (its source) of
+    the test's own (no hole, nothing of the program), whose value the judge prepares once
+    for the caller to compare with; else ("", "", "")."""
     hole = HOLE_NAME.format(0)
     if isinstance(node, ast.Name) and node.id == hole:
-        return "truth", ""
+        return "truth", "", ""
     operand = (
         node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else None
     )
     if isinstance(operand, ast.Name) and operand.id == hole:
-        return "not", ""
+        return "not", "", ""
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
+        op = _OPS[type(node.ops[0])]
         sides = (node.left, node.comparators[0])
         for this, other in (sides, sides[::-1]):
-            if isinstance(this, ast.Name) and this.id == hole and _is_literal(other):
-                return _OPS[type(node.ops[0])], ast.unparse(other)
-    return "", ""
+            if not (isinstance(this, ast.Name) and this.id == hole):
+                continue
+            if _is_literal(other):
+                return op, ast.unparse(other), ""
+            if op in ("==", "!=") and not names.touches_program(other):
+                return op, "", ast.unparse(other)
+    return "", "", ""
 
 
 def _is_literal(node: ast.expr) -> bool:
@@ -310,11 +275,11 @@ def _is_literal(node: ast.expr) -> bool:
 
 def _decomposed(
     stmt: ast.stmt, names: Names
-) -> tuple[tuple[str, ...], str, bool, tuple[str, str]] | None:
-    """(holes, check, truth, (op, literal)) for a plain `assert EXPR[, msg]`, or None when
-    it cannot be split. `truth`: the assertion is `assert CALL` or `assert not CALL`, so only
-    the truth of the one hole matters (a `re.Match`, say, is not plain data but is true).
-    The statement's tree is left as it was."""
+) -> tuple[list[ast.expr], str, bool, tuple[str, str, str]] | None:
+    """(hole nodes, check, truth, (op, literal, other)) for a plain `assert EXPR[, msg]`, or
+    None when it cannot be split. `truth`: the assertion is `assert CALL` or `assert not
+    CALL`, so only the truth of the one hole matters (a `re.Match`, say, is not plain data
+    but is true). The statement's tree is left as it was."""
     if not isinstance(stmt, ast.Assert):
         return None
     expr = stmt.test
@@ -324,11 +289,11 @@ def _decomposed(
     bare = expr.operand if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not) else expr
     truth = len(holes) == 1 and bare is holes[0]
     with _holes_named(stmt, holes) as filled:
-        if free_names(filled) & _RUNS_CODE:
-            return None  # it would run what the program returned as code, in the judge
+        if runs_code(filled, names):
+            return None  # it could run what the program returned as code, in the judge
         check = ast.unparse(filled)
-        simple = _simple(filled) if len(holes) == 1 else ("", "")
-    return tuple(ast.unparse(h) for h in holes), check, truth, simple
+        simple = _simple(filled, names) if len(holes) == 1 else ("", "", "")
+    return holes, check, truth, simple
 
 
 @contextmanager
@@ -423,6 +388,7 @@ class _GuardEquality(ast.NodeTransformer):
         return expr
 
 
+@lru_cache(maxsize=4096)
 def guard_equality(source: str) -> str:
     """Test code with `==`/`!=` in assertions routed through the harness's plain-data check."""
     try:

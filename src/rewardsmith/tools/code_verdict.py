@@ -1,21 +1,22 @@
-"""Verdicts of the `code` tool: the program run's records read here, each test decided where
+"""Verdicts of the `code` tool: the program runs' records read here, each test decided where
 the program cannot reach it.
 
-A program run (`rewardsmith.sandbox.harness`, `tests` mode) reports, per test, the values of
-the calls into the program (a decomposed test) or its own pass/fail (a test run in
-process). A decomposed test is decided
+A decomposed run of the program (`rewardsmith.sandbox.harness`, `tests` mode) reports, per
+decomposed test, the values of the calls into the program; an in-process run reports the
+pass/fail of the tests that had to run whole (`code_plan`). A decomposed test is decided
 
-- here, when its check is a comparison with a literal or a truth test (`op`): the value is
-  decoded as plain data (`rewardsmith.sandbox.plain`: only builtin types are built) and
-  compared with the literal (`ast.literal_eval`) using the builtins' own `==`; no code of the
-  program or of the reference runs in this process;
-- by a judge run otherwise (`needs_judge`): a sandboxed run of its own that never held the
-  program evaluates the check on the values (`judge_job`, `settle`).
+- here, when its check is a comparison with a literal, or with a value the judge prepared
+  from the test's own code, or a truth test (`op`): the value is decoded as plain data
+  (`rewardsmith.sandbox.plain`: only builtin types are built, its size, depth and hashing
+  bounded) and compared with the builtins' own `==`; no code of the program or of the
+  reference runs in this process;
+- by a judge run otherwise: a sandboxed run of its own that never held the program
+  evaluates the check on the values (`judge_job`, `settle`).
 
 The records come from the program's process, so they can say anything; what they can say
 that counts is which values its calls returned. A record out of order, a test reported in
 the wrong form, a line without the nonce, all mean the channel was tampered with, and the
-run scores 0.
+sample scores 0.
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ from typing import Any
 from rewardsmith.sandbox import plain
 from rewardsmith.sandbox.judge import failed_call
 from rewardsmith.sandbox.pool import ExecutionResult
-from rewardsmith.tools.code_reference import TestSuite
-from rewardsmith.tools.code_split import SplitTest
+from rewardsmith.tools.code_plan import Plan, Slot
 from rewardsmith.types import Status
 
 # Reasons quote at most this much of a failure message.
@@ -42,7 +42,7 @@ LITERAL_CACHE = 4096
 
 @dataclass
 class Outcome:
-    """What a run (or a set of stdin/stdout runs) says: verdicts per test, or a failure.
+    """What the runs of one sample say: verdicts per test, or a failure.
 
     `verdicts[i]` is None while test i waits for the judge (`pending[i]` holds its values)."""
 
@@ -54,6 +54,11 @@ class Outcome:
     loaded: bool | None = None
     load_reason: str = ""
     pending: dict[int, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_tests(cls, total: int) -> Outcome:
+        """An outcome whose `total` tests are decided in any order (`decide`)."""
+        return cls(total, verdicts=[None] * total, reasons=[""] * total)
 
     @property
     def passed(self) -> int:
@@ -73,66 +78,77 @@ class Outcome:
         self.verdicts.append(verdict)
         self.reasons.append(failure if verdict is False else "")
 
+    def decide(self, i: int, verdict: bool | None, failure: str) -> None:
+        """Test i's verdict (None: it waits for the judge), and why it failed."""
+        self.verdicts[i] = verdict
+        self.reasons[i] = f"test {i} failed: {failure}" if verdict is False else ""
 
-def _broken(total: int, why: str) -> Outcome:
-    return Outcome(total, "error", f"result channel tampered with ({why})")
+    def fail(self, status: Status, reason: str) -> None:
+        """The whole sample fails (a run timed out, crashed or was tampered with); the first
+        failure is the one reported."""
+        if self.status == "ok":
+            self.status, self.reason = status, reason[:REASON_CHARS]
+        self.pending = {}
 
 
-def read_records(result: ExecutionResult, nonce: str, suite: TestSuite) -> Outcome:
-    """The program run's records: exactly `load`, then tests 0..total-1 in order, each in the
-    form the suite gave it (`values` for a decomposed test, `test` for one run in process),
-    then `done total`. Decides every test it can here; the rest wait in `pending`."""
-    total = suite.total
-    out = Outcome(total)
+def read_records(
+    result: ExecutionResult, nonce: str, slots: Sequence[Slot], plan: Plan, out: Outcome
+) -> None:
+    """One program run's records into `out`: exactly `load`, then a record for each job item
+    that reports (`slots`: its test and form: `values` for a decomposed test, `test` for one
+    run in process), in order, then `done N` (N items). Decides every test it can here; the
+    rest wait in `out.pending`."""
+    expected = [(position, slot) for position, slot in enumerate(slots) if slot is not None]
+    seen = 0
+    load = ""  # this run's `load` record: "", "ok" or "fail"
     done = False
     for line in result.channel.splitlines():
         parts = line.split(" ", 3)
         if len(parts) < 3 or parts[0] != nonce:
-            return _broken(total, "unsigned record")
+            return out.fail("error", "result channel tampered with (unsigned record)")
         kind, index, text = parts[1], parts[2], parts[3] if len(parts) > 3 else ""
         if kind in ("memory", "exit"):
             continue
         if kind == "error":
-            return Outcome(total, "error", f"harness error: {text}"[:REASON_CHARS])
-        first = out.loaded is None
-        if done or (kind == "load" and not first) or (kind != "load" and out.loaded is not True):
-            return _broken(total, "bad sequence")
+            return out.fail("error", f"harness error: {text}")
+        in_order = (load == "") if kind == "load" else (load == "ok" and not done)
+        if not in_order:
+            return out.fail("error", "result channel tampered with (bad sequence)")
         if kind == "load":
-            out.loaded, out.load_reason = index == "ok", text
+            load = "ok" if index == "ok" else "fail"
+            if load == "fail" and out.loaded is not False:
+                out.loaded, out.load_reason = False, text
+            elif out.loaded is None:
+                out.loaded = True
         elif kind in ("values", "test"):
-            i = len(out.verdicts)
-            if index != str(i) or i >= total:
-                return _broken(total, "bad test index")
-            test = suite.tests[i]
-            if (kind == "test") is not test.in_process:
-                return _broken(total, "a test reported in the wrong form")
-            verdict, reason = _decide(test, kind, text, out, i)
-            out.record(verdict, f"test {i} failed: {reason}")
+            if seen >= len(expected) or index != str(expected[seen][0]):
+                return out.fail("error", "result channel tampered with (bad test index)")
+            i, form = expected[seen][1]
+            if kind != form:
+                return out.fail("error", "result channel tampered with (a test in the wrong form)")
+            seen += 1
+            verdict, reason = _decide(plan, i, kind, text, out)
+            out.decide(i, verdict, reason)
         elif kind == "done":
-            if index != str(total) or len(out.verdicts) != total:
-                return _broken(total, "bad count")
+            if index != str(len(slots)) or seen != len(expected):
+                return out.fail("error", "result channel tampered with (bad count)")
             done = True
         else:
-            return _broken(total, "unknown record")
+            return out.fail("error", "result channel tampered with (unknown record)")
     if result.status != "ok":
-        return Outcome(
-            total,
-            "timeout" if result.status == "timeout" else "error",
-            f"{result.status}: {result.reason}",
-        )
-    if out.loaded is not False and not done:
-        reported = len(out.verdicts)
-        why = f"program ended before the tests finished ({reported} of {total} reported)"
-        return Outcome(total, "error", why)
-    if out.loaded is False:
-        out.pending = {}
-    return out
+        status: Status = "timeout" if result.status == "timeout" else "error"
+        return out.fail(status, f"{result.status}: {result.reason}")
+    if load != "fail" and not done:
+        why = f"program ended before the tests finished ({seen} of {len(expected)} reported)"
+        return out.fail("error", why)
+    return None
 
 
-def _decide(test: SplitTest, kind: str, text: str, out: Outcome, i: int) -> tuple[bool | None, str]:
+def _decide(plan: Plan, i: int, kind: str, text: str, out: Outcome) -> tuple[bool | None, str]:
     """A test's verdict from its record (None: it waits for the judge), and why it failed."""
     if kind == "test":
         return text == "pass", text.removeprefix("fail ")
+    test = plan.suite.tests[i]
     try:
         values = json.loads(text)
     except (ValueError, RecursionError):
@@ -144,27 +160,26 @@ def _decide(test: SplitTest, kind: str, text: str, out: Outcome, i: int) -> tupl
         return False, failure
     if len(values) != len(test.holes):
         return False, "the program reported fewer values than the test has calls"
-    if test.needs_judge:
+    if plan.mode(i) == "judge":
         out.pending[i] = values
         return None, ""
-    return compare(test, values[0]["value"])
+    expected = plan.expected[i] if test.expect_key else _literal(test.expected or "None")
+    return compare(test.op, values[0]["value"], expected)
 
 
-def compare(test: SplitTest, encoded: Any) -> tuple[bool, str]:
-    """Decide a test whose check is a comparison with a literal or a truth test, on the
-    plain value the program reported, with builtin types only."""
+def compare(op: str, encoded: Any, expected: Any) -> tuple[bool, str]:
+    """Decide a check of the caller's (`op`: a comparison or a truth test) on the plain
+    value the program reported, with builtin types only."""
     try:
         value = plain.decode(encoded)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
         return False, f"the program reported a value that is not plain data ({exc})"
-    if test.op in ("truth", "not"):
-        passed = bool(value) is (test.op == "truth")
+    if op in ("truth", "not"):
+        passed = bool(value) is (op == "truth")
+    elif op in ("==", "!="):
+        passed = (value == expected) is (op == "==")
     else:
-        expected = _literal(test.expected)
-        if test.op in ("==", "!="):
-            passed = (value == expected) is (test.op == "==")
-        else:
-            passed = (value is expected) is (test.op == "is")
+        passed = (value is expected) is (op == "is")
     return (True, "") if passed else (False, "AssertionError")
 
 
@@ -173,17 +188,17 @@ def _literal(source: str) -> Any:
     return ast.literal_eval(source)
 
 
-def judge_job(suite: TestSuite, outcome: Outcome, nonce: str) -> dict[str, Any]:
-    """A judge run for the tests still pending: the suite's trusted setup, each test's
-    statements that do not touch the program (in order), and for the pending ones the check
-    and the reported values."""
+def judge_job(plan: Plan, outcome: Outcome, nonce: str) -> dict[str, Any]:
+    """A judge run for the tests still pending: the suite's trusted steps, in order, and for
+    the pending ones the check and the reported values."""
     tests: list[dict[str, Any]] = []
-    for i, test in enumerate(suite.tests):
-        entry: dict[str, Any] = {"judge_pre": test.judge_pre}
+    for i, test in enumerate(plan.suite.tests):
+        entry: dict[str, Any] = {"steps": [list(s) for s in test.steps if s[0] == "run"]}
         if i in outcome.pending:
             entry.update(check=test.check, values=outcome.pending[i])
         tests.append(entry)
-    return {"mode": "judge", "setup": suite.judge_setup, "tests": tests, "nonce": nonce}
+    setup = [list(s) for s in plan.suite.setup_steps if s[0] == "run"]
+    return {"mode": "judge", "setup": setup, "tests": tests, "nonce": nonce}
 
 
 def settle(outcome: Outcome, result: ExecutionResult, nonce: str) -> None:
@@ -206,8 +221,7 @@ def settle(outcome: Outcome, result: ExecutionResult, nonce: str) -> None:
         why = "the judge run ended without deciding every test"
     for i in expected:
         verdict, reason = decided.get(i, (False, why))
-        outcome.verdicts[i] = verdict
-        outcome.reasons[i] = "" if verdict else f"test {i} failed: {reason}"
+        outcome.decide(i, verdict, reason)
     outcome.pending = {}
 
 
