@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import InputError
 
 app = typer.Typer(
     help="Benchmarks that compare against a baseline in the same run.", no_args_is_help=True
 )
-console = Console(width=140)  # the confusion table is wide
+console = PlainConsole(width=140)  # the confusion table is wide
 
 DEFAULT_DATA = Path("../shared/data")
 ACCURACY_TARGET = 0.95

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library, write_plot
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.models.loading import torch_threads
 
 app = typer.Typer(help="Reward models without human labels: train, evaluate.", no_args_is_help=True)
-console = Console()
+console = PlainConsole()
 
 
 def _require_torch() -> None:
@@ -350,7 +350,7 @@ def eval_cmd(
         )
     elif untrained:
         console.print(
-            "[yellow]no rbs_config.json training record: skipping the untrained column[/]"
+            "no rbs_config.json training record: skipping the untrained column", style="yellow"
         )
     comparison = {
         key: compare_outcomes(got, outcomes["untrained"][key])

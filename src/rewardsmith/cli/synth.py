@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import (
@@ -24,13 +23,14 @@ from rewardsmith.cli.common import (
     apply_llm_flags,
     open_library,
 )
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError
 
 app = typer.Typer(
     help="Synthesize reward tools (CodeVerify, WrapLLM) and gate them before use.",
     no_args_is_help=True,
 )
-console = Console()
+console = PlainConsole()
 
 EXIT_ADMITTED = 0
 EXIT_BAD_INPUT = 2
