@@ -5,6 +5,7 @@ written, and `tools history` shows a page, not the whole log."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from pathlib import Path
@@ -121,3 +122,32 @@ def test_history_pages_in_the_store(library: Library) -> None:
     page = library.history(kind="note", limit=3, offset=3)
     assert [e.detail["i"] for e in page] == [4, 5, 6]
     assert library.count_events(kind="note") == 10
+
+
+def test_a_routed_score_under_a_held_lock_keeps_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(store, "LOCK_WAIT_S", 0.2)
+    path = tmp_path / "library.db"
+    Library(path).close()
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [
+        {"prompt": f"Ann has {i} apples and buys 2 more. How many?", "completion": f"#### {i + 2}",
+         "reference": str(i + 2), "task": f"t{i}"}
+        for i in range(6)
+    ]  # fmt: skip
+    src.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    holder = sqlite3.connect(path, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")  # a writer stopped mid-transaction
+    try:
+        with caplog.at_level(logging.WARNING):
+            result = runner.invoke(
+                app, ["score", str(src), "-o", str(out), "--library", str(path), "-b", "rules"]
+            )
+    finally:
+        holder.rollback()
+        holder.close()
+    assert result.exit_code == 0, result.output
+    assert len(out.read_text().splitlines()) == 6  # every line scored and kept
+    warned = [r for r in caplog.records if "without its library events" in r.getMessage()]
+    assert len(warned) == 1

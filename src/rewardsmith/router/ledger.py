@@ -9,8 +9,8 @@ embedded backend and without an event of their own, their samples counted under
 `OVERFLOW` in the run's `route_counts`, and one warning says so.
 
 The events are bookkeeping, not results: a library another process keeps locked past the
-store's bounded wait (`rewardsmith.library.store.LOCK_WAIT_S`) costs the run its events, with
-one warning, never its scores.
+store's bounded wait (`rewardsmith.library.store.LOCK_WAIT_S`) costs the run its events from
+then on (one wait, one warning), never its scores.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class RouteLedger:
         self._admitted: set[str] = set()
         self._overflow_synthesize = 0
         self._warned_cap = False
-        self._warned_log = False
+        self._log_failed = False
 
     def admit(self, signature: str) -> bool:
         """May `signature` have an LLM call and an event of its own (the first
@@ -130,9 +130,10 @@ class RouteLedger:
         )
 
     def _log(self, kind: str, tool: str | None, **detail: Any) -> None:
+        if self._log_failed:  # each try would wait out the lock again
+            return
         try:
             self.library.log_event(kind, tool, **detail)
         except LibraryError as exc:
-            if not self._warned_log:
-                self._warned_log = True
-                log.warning("router: routing goes on without its library events: %s", exc)
+            self._log_failed = True
+            log.warning("router: routing goes on without its library events: %s", exc)
