@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from rewardsmith.errors import InputError
+from rewardsmith.files import open_regular
 from rewardsmith.types import Reward, Sample
 
 # How many bad lines one error message lists before it says "and N more".
@@ -73,10 +74,11 @@ class _Counted:
 class _Source:
     """An input file's bytes, decompressed when it is gzip, with the gzip size limit."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, regular_only: bool = False) -> None:
         self.path = path
         try:
-            raw = open(path, "rb")  # noqa: SIM115 - closed by close()
+            # a run folder's file must be a regular one (a FIFO there would block the read)
+            raw = open_regular(path) if regular_only else open(path, "rb")  # noqa: SIM115
             # peek, not read + seek: a pipe (`<(zcat ...)`, /dev/stdin) cannot seek.
             magic = raw.peek(2)[:2]
         except IsADirectoryError:
@@ -129,11 +131,11 @@ class _Source:
             self.compressed.close()
 
 
-def _raw_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
+def _raw_lines(path: Path, regular_only: bool = False) -> Iterator[tuple[int, str | None, str]]:
     """`(line_number, text, "")` for every non-blank line, `(line_number, None, why)` for a
     line that cannot be text (too long, not UTF-8); a file that cannot be read at all raises
     `InputError`."""
-    source = _Source(path)
+    source = _Source(path, regular_only)
     line_no = 0
     try:
         while True:
@@ -173,18 +175,21 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
         source.close()
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+def iter_lines(path: str | Path, *, regular_only: bool = False) -> Iterator[tuple[int, str]]:
     """`(line_number, text)` for every non-blank line of a text file (gzip, BOM and CRLF
     handled); a line that is not UTF-8 or longer than `MAX_LINE_BYTES` raises `InputError`
-    naming it."""
+    naming it. `regular_only`: anything but a regular file (a FIFO, a device) is refused, as
+    for files in run folders (a user's own input may be a pipe)."""
     path = Path(path)
-    for line_no, text, why in _raw_lines(path):
+    for line_no, text, why in _raw_lines(path, regular_only):
         if text is None:
             raise InputError(f"{path}:{line_no}: {why}")
         yield line_no, text
 
 
-def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: str | Path, *, allow_array: bool = False, regular_only: bool = False
+) -> Iterator[tuple[int, Any]]:
     """`(line_number, value)` for every line of a JSONL file; see the module docstring.
 
     `allow_array=True` also reads a file that is one JSON array (MBPP's sanitized file, some
@@ -192,7 +197,7 @@ def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple
     raises `InputError` with a hint on converting it.
     """
     path = Path(path)
-    lines = iter_lines(path)
+    lines = iter_lines(path, regular_only=regular_only)
     first = True
     for line_no, text in lines:
         if first and text.lstrip().startswith("["):
@@ -263,11 +268,17 @@ def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     yield from enumerate(data, start=1)
 
 
-def read_jsonl(path: str | Path, *, allow_array: bool = False, objects: bool = True) -> list[Any]:
+def read_jsonl(
+    path: str | Path,
+    *,
+    allow_array: bool = False,
+    objects: bool = True,
+    regular_only: bool = False,
+) -> list[Any]:
     """Every value of a JSONL file (see `iter_jsonl`); with `objects` (default) each must be
     a JSON object, else `InputError` names the first line that is not."""
     out = []
-    for line_no, value in iter_jsonl(path, allow_array=allow_array):
+    for line_no, value in iter_jsonl(path, allow_array=allow_array, regular_only=regular_only):
         if objects and not isinstance(value, dict):
             raise InputError(f"{path}:{line_no}: expected a JSON object, got {_json_type(value)}")
         out.append(value)

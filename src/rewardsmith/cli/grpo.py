@@ -23,6 +23,7 @@ from rich.text import Text
 from rewardsmith.cli.common import LibraryOption, progress_bar, write_plot
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError, MissingDependencyError
+from rewardsmith.files import atomic_write
 from rewardsmith.models.loading import torch_threads
 from rewardsmith.report.grpo_plot import plot_metrics
 from rewardsmith.rl.prompts import load_items, testbed_eval_problems
@@ -298,7 +299,7 @@ def eval_cmd(
     }
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(report, indent=2) + "\n")
+        atomic_write(output, json.dumps(report, indent=2) + "\n")
         from rewardsmith.report.eval_plots import plot_grpo_eval
 
         write_plot(plot_grpo_eval, report, output.with_suffix(".png"))

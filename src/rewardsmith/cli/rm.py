@@ -16,6 +16,7 @@ from rich.table import Table
 from rewardsmith.cli.common import LibraryOption, open_library, write_plot
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import MissingDependencyError
+from rewardsmith.files import atomic_write
 from rewardsmith.models.loading import torch_threads
 
 app = typer.Typer(help="Reward models without human labels: train, evaluate.", no_args_is_help=True)
@@ -399,7 +400,7 @@ def eval_cmd(
         "trained_minus_untrained": comparison,
     }
     if output is not None:
-        output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        atomic_write(output, json.dumps(payload, indent=2) + "\n")
     from rewardsmith.report.eval_plots import plot_rm_eval
 
     write_plot(plot_rm_eval, payload, output.with_suffix(".png") if output else model / "eval.png")

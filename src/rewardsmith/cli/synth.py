@@ -25,6 +25,7 @@ from rewardsmith.cli.common import (
 )
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError
+from rewardsmith.files import atomic_write
 
 app = typer.Typer(
     help="Synthesize reward tools (CodeVerify, WrapLLM) and gate them before use.",
@@ -76,7 +77,7 @@ def _gate_config(min_accuracy: float, min_auc: float, max_probe_win_rate: float)
 def _write_json(path: Path | None, payload: dict[str, Any]) -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 def _print_report(report: dict[str, Any]) -> None:

@@ -13,14 +13,13 @@ overrides that reorder what is shown), which a terminal obeys. So:
   `Text`, a JSON view);
 - the log handler's formatter (`PlainFormatter`) does the same for log lines.
 
-`neutralize` writes a control or invisible formatting character as its escape (`\\x1b`,
-`\\u202e`), so it stays visible; newlines and tabs stay.
+`neutralize` (`rewardsmith.plaintext`) writes a control or invisible formatting character as
+its escape (`\\x1b`, `\\u202e`), so it stays visible; newlines and tabs stay.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,19 +27,9 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
 
-# C0 controls but tab and newline, DEL, C1 controls, and the invisible format characters that
-# reorder or hide text (zero-width, bidi embeddings, overrides and isolates, the BOM).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+from rewardsmith.plaintext import neutralize
 
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def neutralize(text: str) -> str:
-    """`text` with every control and invisible formatting character written as its escape."""
-    return _UNSAFE.sub(_escape, text)
+__all__ = ["PlainConsole", "PlainFormatter", "neutralize"]
 
 
 class PlainConsole(Console):

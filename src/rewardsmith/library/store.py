@@ -307,6 +307,8 @@ class Library:
         """SQLite's errors as `LibraryError`s that say what failed and what to do."""
         try:
             yield
+        except sqlite3.ProgrammingError:
+            raise  # a closed library used again: a bug in the caller, not the file
         except sqlite3.Error as exc:
             if _locked(exc):
                 raise _lock_error(self.path, doing) from None

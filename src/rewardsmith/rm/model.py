@@ -34,6 +34,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.files import atomic_write
 from rewardsmith.models.loading import load_model, load_tokenizer, pick_device
 from rewardsmith.rm.backbones import resolve_backbone
 from rewardsmith.rm.formats import ChatFormat, default_format, install, render
@@ -156,7 +157,7 @@ class Scorer(nn.Module):
 
     def _write_config(self, out: Path, extra: dict[str, Any] | None) -> None:
         data = {"kind": self.kind, "windows": asdict(self.windows), **(extra or {})}
-        (out / RBS_CONFIG).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        atomic_write(out / RBS_CONFIG, json.dumps(data, indent=2) + "\n")
 
 
 def _all_negatives(b: int) -> torch.Tensor:

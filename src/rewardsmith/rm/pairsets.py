@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from rewardsmith.files import atomic_write
 from rewardsmith.rm.corpora import CALCULATOR
 
 KINDS = ("final", "step")
@@ -263,8 +264,4 @@ def gsm8k_problems(path: str | Path) -> list[tuple[str, str, str]]:
 def write_pairs(rows: Sequence[PairRow], out: str | Path) -> Path:
     """JSONL, one pair per line (`prompt, chosen, rejected, group, kind`)."""
     out = Path(out).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(asdict(row)) + "\n")
-    return out
+    return atomic_write(out, "".join(json.dumps(asdict(row)) + "\n" for row in rows))

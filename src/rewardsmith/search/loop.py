@@ -241,8 +241,7 @@ class Search:
     def _descriptions(self) -> dict[str, str]:
         out = {}
         for r in self.records:
-            path = self.rd.source_path(r.name)
-            out[r.name] = description(r, path.read_text() if path.exists() else None)
+            out[r.name] = description(r, self.rd.source_if_any(r.name))
         return out
 
     def _round(self, round_no: int) -> None:
