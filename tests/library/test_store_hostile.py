@@ -27,6 +27,8 @@ MALFORMED = {
     "spec-missing-fields": ("spec", '{"kind": "code"}'),
     "config-not-an-object": ("config", "[1, 2]"),
     "spec-nested-too-deep": ("spec", "[" * 100_000 + "]" * 100_000),
+    "spec-fields-of-the-wrong-type": ("spec", '{"name": "mine", "description": {"a": 1}}'),
+    "spec-exemplars-not-text": ("spec", '{"name": "mine", "exemplars": [1, 2]}'),
 }
 
 
@@ -151,3 +153,23 @@ def test_a_routed_score_under_a_held_lock_keeps_its_output(
     assert len(out.read_text().splitlines()) == 6  # every line scored and kept
     warned = [r for r in caplog.records if "without its library events" in r.getMessage()]
     assert len(warned) == 1
+
+
+def test_routing_over_a_library_with_a_malformed_row_and_fit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from rewardsmith.router import Router
+    from rewardsmith.router.router import FIT_EVENT
+
+    path = tmp_path / "library.db"
+    with Library(path) as lib:
+        lib.add(ToolSpec(name="mine", provenance="user"), dict(lib.record("gsm8k").config))
+        lib.log_event(FIT_EVENT, None, state={"weights": "not a table"})
+    _break(path, "mine", "spec", '{"name": "mine", "description": {"a": 1}}')
+    sample = {"prompt": "Ann has 3 apples and buys 2. How many?", "completion": "#### 5",
+              "reference": "5"}  # fmt: skip
+    with caplog.at_level(logging.WARNING), Router(Library(path), "rules") as router:
+        (decision,) = router.route([sample])
+    assert decision.label == "gsm8k"
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "'mine'@1 is malformed" in said and "router_fit" in said

@@ -321,6 +321,7 @@ class Library:
             config = json.loads(row[1])
             if not isinstance(config, dict):
                 raise TypeError("config is not a JSON object")
+            _check_types(spec)
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             raise LibraryError(
                 f"tool library {self.path}: the row of tool {_row_name(row)} is malformed "
@@ -405,6 +406,16 @@ class Library:
                 spec = replace(builtin.spec, version=row[0] + 1)
                 self._insert(spec, config)
                 self._event("update", spec.name, spec.version, {"spec": spec.to_dict()})
+
+
+def _check_types(spec: ToolSpec) -> None:
+    """Raise `TypeError` unless a stored spec's fields have the types code reads them as (a
+    row written by hand or another tool may hold a number where text belongs)."""
+    texts = (spec.name, spec.kind, spec.description, spec.reference_format, spec.cost)
+    if not all(isinstance(t, str) for t in texts) or not isinstance(spec.validation, dict):
+        raise TypeError("a text field of the spec is not text")
+    if not all(isinstance(x, str) for x in (*spec.domains, *spec.exemplars, spec.provenance)):
+        raise TypeError("domains, exemplars and provenance must be text")
 
 
 def _locked(exc: BaseException) -> bool:

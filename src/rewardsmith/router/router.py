@@ -107,7 +107,16 @@ def load_state(library: Library) -> RouterState:
     fits = library.history(kind=FIT_EVENT, limit=1)  # one row, however long the log
     if not fits:
         return RouterState()
-    return RouterState.from_dict(fits[-1].detail.get("state", {}))
+    try:
+        return RouterState.from_dict(fits[-1].detail.get("state", {}))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        log.warning(
+            "router: the library's latest router_fit (event %s) is malformed (%s); routing with "
+            "the default state",
+            fits[-1].id,
+            str(exc)[:120],
+        )
+        return RouterState()
 
 
 class Router:
