@@ -95,3 +95,19 @@ def test_nested_json_is_an_input_error(tmp_path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(InputError, match="not valid JSON"):
         read_json(path)
+
+
+def test_saving_aside_replaces_planted_symlinks(tmp_path: Path, outside: Path) -> None:
+    from rewardsmith.files import written_aside
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").symlink_to(outside)  # what `save_pretrained` would open
+    (folder / "keep.txt").write_text("untouched")
+    with written_aside(folder) as aside:
+        (aside / "config.json").write_text("{}")  # as a library's save would
+    assert outside.read_text() == "keep me"
+    assert (folder / "config.json").read_text() == "{}" and not (
+        folder / "config.json"
+    ).is_symlink()
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "keep.txt"]

@@ -18,11 +18,12 @@ from types import ModuleType
 
 import pytest
 
+from rewardsmith import plaintext
 from rewardsmith.rl import answers
 from rewardsmith.rm import corpora, data, pairsets
 from rewardsmith.router import content, features
-from rewardsmith.search import llm_generator, loop, pool
-from rewardsmith.synth import codeverify_llm
+from rewardsmith.search import generator, llm_generator, loop, pool, results
+from rewardsmith.synth import codeverify_llm, session
 from rewardsmith.types import Sample
 
 # Past ~8,000 characters: the regex engine's cost per character steps up (2-3x) somewhere
@@ -36,7 +37,8 @@ MAX_RATIO = 10.0
 # pattern here (a long case-blind alternation tried at every position) costs a fifth of it.
 CHEAP_S_PER_CHAR = 10e-6
 
-# The modules whose regexes read completions, prompts, references or model answers.
+# The modules whose regexes read completions, prompts, references, model answers or strings
+# from run folders.
 MODULES: tuple[ModuleType, ...] = (
     features,
     content,
@@ -48,6 +50,10 @@ MODULES: tuple[ModuleType, ...] = (
     loop,
     llm_generator,
     codeverify_llm,
+    plaintext,  # what the terminal and report pages show of data
+    results,
+    generator,
+    session,
 )
 
 # Repeated units that make backtracking patterns rescan: runs of space, digits, separators,

@@ -12,6 +12,9 @@ kind ever is. So:
   file or the new one. With `root`, every folder between `root` and `path` is opened without
   following symlinks too (a `plots -> /etc` inside a run folder is refused).
 - `append_line(path, text)` appends without following a symlink at `path`.
+- `written_aside(folder)` gives a fresh folder to save into (a library's `save_pretrained`
+  opens its files itself) and moves what was saved into `folder` by rename: a symlink
+  planted there under a saved file's name is replaced, not written through.
 - `read_bytes` / `read_text` / `read_json` read only a regular file (opened non-blocking, then
   checked with `fstat`, so a FIFO neither blocks nor is read), at most `max_bytes` of it; a
   file that is not regular or too large is an `InputError` naming it. `is_regular(path)` is
@@ -28,7 +31,10 @@ import io
 import json
 import os
 import secrets
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +201,24 @@ def append_line(path: str | Path, text: str) -> None:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def written_aside(folder: str | Path) -> Iterator[Path]:
+    """A fresh hidden folder inside `folder` to save into; on leaving the block without an
+    error, each entry saved there replaces the one of its name in `folder` (a symlink or a
+    folder there is removed first, never followed). The aside folder is removed either way."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    aside = Path(tempfile.mkdtemp(prefix=".saving-", dir=folder))
+    try:
+        yield aside
+        for entry in sorted(aside.iterdir()):
+            dest = folder / entry.name
+            if dest.is_symlink():
+                dest.unlink()
+            elif dest.is_dir():
+                shutil.rmtree(dest)
+            os.replace(entry, dest)
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
