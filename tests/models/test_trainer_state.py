@@ -43,9 +43,9 @@ def test_a_crafted_checkpoint_is_refused_and_runs_nothing(tmp_path: Path) -> Non
 def test_what_the_trainers_save_loads(tmp_path: Path) -> None:
     model = torch.nn.Linear(3, 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 / (step + 1))
     model(torch.ones(2, 3)).sum().backward()
     optimizer.step()
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 / (step + 1))
     scheduler.step()
     saved = {
         "step": 7,
