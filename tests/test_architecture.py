@@ -16,6 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rewardsmith"
 LAYERS: list[set[str]] = [
     {"sandbox"},  # runs untrusted code: imports nothing else of rewardsmith
     {"types", "errors", "config"},
+    {"files", "plaintext"},  # folders others may have prepared; text from data, made inert
     {"combine", "jsonl", "llm", "client"},
     {"models", "report"},  # Hugging Face loading (local paths, GGUF, dtype, threads); plots
     {"library", "rm"},

@@ -4,7 +4,11 @@ Every JSONL file rewardsmith reads (samples, examples, training prompts, evaluat
 metrics) goes through `iter_jsonl`: gzip files (by their magic bytes, whatever the name),
 a UTF-8 byte-order mark and CRLF line ends are read transparently; blank lines are skipped;
 a byte that is not UTF-8, a line that is not JSON, or a file that is one JSON array raises
-`InputError` naming the path, the line and what to do about it.
+`InputError` naming the path, the line and what to do about it. So does a file past the
+limits that keep a hostile one from exhausting memory or the stack: a line longer than
+`MAX_LINE_BYTES`, JSON nested deeper than `MAX_JSON_DEPTH`, a gzip file that decompresses to
+more than `MAX_GZIP_RATIO` times its size. `read_records` reads on past a bad line and lists
+every bad line at once.
 
 Sample lines (DESIGN.md, "JSONL in/out"): `{"id", "prompt", "completion", "reference",
 "task", "meta"}`; only `completion` is required. A reference that is not a string (a
@@ -17,16 +21,31 @@ import gzip
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from rewardsmith.errors import InputError
+from rewardsmith.files import open_regular
 from rewardsmith.types import Reward, Sample
 
 # How many bad lines one error message lists before it says "and N more".
 MAX_REPORTED_ERRORS = 20
+# Limits on what a file may hold, so that a hostile one (a gzip bomb, one endless line, a
+# line of nested brackets) ends in a clear error naming its line, never in a MemoryError or
+# RecursionError. A sample is a flat object of strings: real ones are far inside these.
+MAX_LINE_BYTES = 32 * 2**20
+MAX_JSON_DEPTH = 100
+# A gzip file may decompress to `MAX_GZIP_RATIO` times its compressed size, and to at least
+# `GZIP_FLOOR_BYTES` whatever its size (text compresses 3-20x; a bomb over 1,000x).
+MAX_GZIP_RATIO = 100
+GZIP_FLOOR_BYTES = 64 * 2**20
+# A line still without a line break after this many bytes ends the file's reading: it is not
+# text in lines (/dev/zero, a binary file).
+_ENDLESS_BYTES = 4 * MAX_LINE_BYTES
+_READ_BLOCK = 2**20
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 ARRAY_HINT = (
@@ -35,44 +54,142 @@ ARRAY_HINT = (
 )
 
 
-def _open_binary(path: Path) -> BinaryIO:
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller
-        # peek, not read + seek: a pipe (`<(zcat ...)`, /dev/stdin) cannot seek.
-        magic = handle.peek(2)[:2]
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder, not a JSONL file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
-    return handle
+class _Counted:
+    """A binary file that counts the bytes read from it (a gzip file's compressed size,
+    pipes included)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.count += len(data)
+        return data
+
+    def close(self) -> None:
+        self.raw.close()
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """`(line_number, text)` for every non-blank line of a text file (gzip, BOM and CRLF
-    handled); a byte that is not UTF-8 raises `InputError` naming its line and column."""
-    path = Path(path)
-    with _open_binary(path) as handle:
+class _Source:
+    """An input file's bytes, decompressed when it is gzip, with the gzip size limit."""
+
+    def __init__(self, path: Path, regular_only: bool = False) -> None:
+        self.path = path
         try:
-            for line_no, raw in enumerate(handle, start=1):
-                if line_no == 1 and raw.startswith(_BOM):
-                    raw = raw[len(_BOM) :]
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"{path}:{line_no}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
-                        f"{exc.start + 1}); re-encode the file as UTF-8, e.g. "
-                        "`iconv -f latin1 -t utf-8 FILE > FILE.utf8`"
-                    ) from None
-                if text.strip():
-                    yield line_no, text
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise InputError(f"{path}: cannot read the file: {exc}") from None
+            # a run folder's file must be a regular one (a FIFO there would block the read)
+            raw = open_regular(path) if regular_only else open(path, "rb")  # noqa: SIM115
+            # peek, not read + seek: a pipe (`<(zcat ...)`, /dev/stdin) cannot seek.
+            magic = raw.peek(2)[:2]
+        except IsADirectoryError:
+            raise InputError(f"{path} is a folder, not a JSONL file") from None
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        self.compressed: _Counted | None = None
+        self.handle: Any = raw
+        if magic == _GZIP_MAGIC:
+            self.compressed = _Counted(raw)
+            self.handle = gzip.GzipFile(fileobj=self.compressed, mode="rb")  # type: ignore[call-overload]
+        self.total = 0
+
+    def readline(self, line_no: int) -> tuple[bytes, bool]:
+        """(the next line, whether it was longer than `MAX_LINE_BYTES`); a too-long line is
+        read past (and dropped) up to its end."""
+        raw: bytes = self.handle.readline(MAX_LINE_BYTES + 1)
+        self._count(len(raw), line_no)
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            return raw, False
+        skipped = len(raw)
+        while True:
+            block: bytes = self.handle.readline(_READ_BLOCK)
+            self._count(len(block), line_no)
+            skipped += len(block)
+            if not block or block.endswith(b"\n"):
+                return b"", True
+            if skipped > _ENDLESS_BYTES:
+                raise InputError(
+                    f"{self.path}:{line_no}: no line break in {skipped // 2**20} MiB: not a "
+                    "JSON Lines file (one object per line)"
+                )
+
+    def _count(self, n: int, line_no: int) -> None:
+        self.total += n
+        if self.compressed is None:
+            return
+        allowed = max(GZIP_FLOOR_BYTES, MAX_GZIP_RATIO * self.compressed.count)
+        if self.total > allowed:
+            raise InputError(
+                f"{self.path}:{line_no}: the gzip file decompresses to more than "
+                f"{allowed // 2**20} MiB ({MAX_GZIP_RATIO}x its compressed size, at least "
+                f"{GZIP_FLOOR_BYTES // 2**20} MiB): refused as a likely gzip bomb; decompress "
+                "it yourself if the data is real"
+            )
+
+    def close(self) -> None:
+        self.handle.close()
+        if self.compressed is not None:
+            self.compressed.close()
 
 
-def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple[int, Any]]:
+def _raw_lines(path: Path, regular_only: bool = False) -> Iterator[tuple[int, str | None, str]]:
+    """`(line_number, text, "")` for every non-blank line, `(line_number, None, why)` for a
+    line that cannot be text (too long, not UTF-8); a file that cannot be read at all raises
+    `InputError`."""
+    source = _Source(path, regular_only)
+    line_no = 0
+    try:
+        while True:
+            line_no += 1
+            raw, too_long = source.readline(line_no)
+            if too_long:
+                yield (
+                    line_no,
+                    None,
+                    (
+                        f"longer than {MAX_LINE_BYTES // 2**20} MiB (one line is one sample; a "
+                        "line that long is refused so that the file cannot exhaust memory)"
+                    ),
+                )
+                continue
+            if not raw:
+                return
+            if line_no == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield (
+                    line_no,
+                    None,
+                    (
+                        f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                        "re-encode the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 FILE > FILE.utf8`"
+                    ),
+                )
+                continue
+            if text.strip():
+                yield line_no, text, ""
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"{path}: cannot read the file: {exc}") from None
+    finally:
+        source.close()
+
+
+def iter_lines(path: str | Path, *, regular_only: bool = False) -> Iterator[tuple[int, str]]:
+    """`(line_number, text)` for every non-blank line of a text file (gzip, BOM and CRLF
+    handled); a line that is not UTF-8 or longer than `MAX_LINE_BYTES` raises `InputError`
+    naming it. `regular_only`: anything but a regular file (a FIFO, a device) is refused, as
+    for files in run folders (a user's own input may be a pipe)."""
+    path = Path(path)
+    for line_no, text, why in _raw_lines(path, regular_only):
+        if text is None:
+            raise InputError(f"{path}:{line_no}: {why}")
+        yield line_no, text
+
+
+def iter_jsonl(
+    path: str | Path, *, allow_array: bool = False, regular_only: bool = False
+) -> Iterator[tuple[int, Any]]:
     """`(line_number, value)` for every line of a JSONL file; see the module docstring.
 
     `allow_array=True` also reads a file that is one JSON array (MBPP's sanitized file, some
@@ -80,7 +197,7 @@ def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple
     raises `InputError` with a hint on converting it.
     """
     path = Path(path)
-    lines = iter_lines(path)
+    lines = iter_lines(path, regular_only=regular_only)
     first = True
     for line_no, text in lines:
         if first and text.lstrip().startswith("["):
@@ -90,8 +207,10 @@ def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple
                 yield from _array_items(path, text + rest)
                 return
             try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
+                value = _decode(path, line_no, text)
+            except InputError as exc:
+                if "deeper than" in str(exc):
+                    raise
                 raise InputError(f"{path}:{line_no}: {ARRAY_HINT}") from None
             yield line_no, value
             continue
@@ -101,11 +220,36 @@ def iter_jsonl(path: str | Path, *, allow_array: bool = False) -> Iterator[tuple
 
 def _decode(path: Path, line_no: int, text: str) -> Any:
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}:{line_no}: not valid JSON ({exc.msg} at column {exc.colno})"
         ) from None
+    except RecursionError:
+        value = None
+        deep = True
+    else:
+        deep = text.count("[") + text.count("{") > MAX_JSON_DEPTH and _too_deep(value)
+    if deep:
+        raise InputError(
+            f"{path}:{line_no}: JSON nested deeper than {MAX_JSON_DEPTH} levels; a sample is "
+            "an object of strings (prompt, completion, reference...), not a deep structure"
+        )
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    """Is `value` nested deeper than `MAX_JSON_DEPTH` (walked without recursion)?"""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
@@ -115,16 +259,26 @@ def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         raise InputError(
             f"{path}: not a valid JSON array ({exc.msg}, line {exc.lineno} column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a JSON array or JSON Lines")
+    if _too_deep(data):
+        raise InputError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     yield from enumerate(data, start=1)
 
 
-def read_jsonl(path: str | Path, *, allow_array: bool = False, objects: bool = True) -> list[Any]:
+def read_jsonl(
+    path: str | Path,
+    *,
+    allow_array: bool = False,
+    objects: bool = True,
+    regular_only: bool = False,
+) -> list[Any]:
     """Every value of a JSONL file (see `iter_jsonl`); with `objects` (default) each must be
     a JSON object, else `InputError` names the first line that is not."""
     out = []
-    for line_no, value in iter_jsonl(path, allow_array=allow_array):
+    for line_no, value in iter_jsonl(path, allow_array=allow_array, regular_only=regular_only):
         if objects and not isinstance(value, dict):
             raise InputError(f"{path}:{line_no}: expected a JSON object, got {_json_type(value)}")
         out.append(value)
@@ -192,7 +346,10 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     """
     records: list[dict[str, Any]] = []
     errors: list[str] = []
-    for line_no, text in iter_lines(path):
+    for line_no, text, why in _raw_lines(Path(path)):
+        if text is None:
+            errors.append(f"line {line_no}: {why}")
+            continue
         if not records and not errors and text.lstrip().startswith("["):
             raise InputError(f"{path}:{line_no}: {ARRAY_HINT}")
         try:
@@ -204,6 +361,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             errors.append(f"line {line_no}: {message.removeprefix(prefix)}")
             continue
         records.append(data)
+    if len(errors) == 1:  # `path:N: why`, as every reader names one bad line
+        raise InputError(f"{path}:{errors[0].removeprefix('line ')}; nothing was scored")
     if errors:
         shown = errors[:MAX_REPORTED_ERRORS]
         more = len(errors) - len(shown)

@@ -95,7 +95,7 @@ def test_llm_prompt_holds_task_signature_rules_and_ranking() -> None:
         (proposal,) = gen.propose(2, 1, feedback)
         prompt = fake.requests[0]["body"]["messages"][1]["content"]
     assert "def reward(completions, references, prompts=None, **kwargs)" in prompt
-    assert "Example 1. prompt:" in prompt and "a right response:" in prompt
+    assert '"prompt":' in prompt and '"a right response":' in prompt  # quoted data
     assert "import only these modules" in prompt
     assert "r1_01_best" in prompt and "+1.00 x answer_correct" in prompt
     # the rejected candidate and why

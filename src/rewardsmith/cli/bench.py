@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import InputError
+from rewardsmith.files import atomic_write
 
 app = typer.Typer(
     help="Benchmarks that compare against a baseline in the same run.", no_args_is_help=True
 )
-console = Console(width=140)  # the confusion table is wide
+console = PlainConsole(width=140)  # the confusion table is wide
 
 DEFAULT_DATA = Path("../shared/data")
 ACCURACY_TARGET = 0.95
@@ -106,7 +107,7 @@ def routing(
         f"{SYNTHESIZE_TARGET:.0%}: {'met' if ok else 'NOT met'}"
     )
     if json_out is not None:
-        json_out.write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")
+        atomic_write(json_out, json.dumps(out, indent=2, default=str))
 
 
 def _reliability(rows: list[dict[str, Any]], what: str) -> Table:

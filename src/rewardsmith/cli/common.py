@@ -12,11 +12,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError, InputError, MissingDependencyError
 from rewardsmith.library.store import Library
 
 # Warnings go to stderr, so stdout stays the table a user (or a script) reads.
-err_console = Console(stderr=True)
+err_console = PlainConsole(stderr=True)
 
 LibraryOption = Annotated[
     Path | None,
@@ -88,7 +89,7 @@ def progress_bar(console: Console, quiet: bool) -> Progress:
     """The progress bar every long command shows (hidden with --quiet, gone when done); `score`
     and `route` draw it on stderr (`err_console`), so stdout stays their table."""
     return Progress(
-        TextColumn("[progress.description]{task.description}"),
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.jsonl import atomic_output, write_line
 from rewardsmith.tools.code_data import COMPLETION_CHOICES, read_dataset, to_samples
 
-console = Console()
+console = PlainConsole()
 
 
 def convert(

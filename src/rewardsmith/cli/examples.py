@@ -19,7 +19,7 @@ EXAMPLES: dict[str, list[str]] = {
     "serve": ["rewardsmith serve --tool gsm8k --port 8000 --library out/library.db"],
     "tools list": ["rewardsmith tools list --library out/library.db"],
     "tools show": ["rewardsmith tools show gsm8k --library out/library.db"],
-    "tools history": ["rewardsmith tools history gsm8k -n 20 --library out/library.db"],
+    "tools history": ["rewardsmith tools history gsm8k -n 20 --page 2 --library out/library.db"],
     "tools retire": ["rewardsmith tools retire my_tool --reason 'paid out on padding'"],
     "tools add": ["rewardsmith tools add my_tool.json --note 'first version'"],
     "rm train": [

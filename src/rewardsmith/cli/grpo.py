@@ -13,15 +13,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import (
     Progress,
     TaskID,
 )
 from rich.table import Table
+from rich.text import Text
 
 from rewardsmith.cli.common import LibraryOption, progress_bar, write_plot
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError, MissingDependencyError
+from rewardsmith.files import atomic_write
 from rewardsmith.models.loading import torch_threads
 from rewardsmith.report.grpo_plot import plot_metrics
 from rewardsmith.rl.prompts import load_items, testbed_eval_problems
@@ -30,7 +32,7 @@ app = typer.Typer(
     help="GRPO on rewardsmith rewards: train a policy, evaluate checkpoints.",
     no_args_is_help=True,
 )
-console = Console()
+console = PlainConsole()
 
 # The final table averages the last steps: one step's numbers are noisy with few prompts.
 SUMMARY_STEPS = 10
@@ -185,7 +187,7 @@ def train_cmd(
         try:
             plot_metrics(out / "metrics.jsonl", out / "metrics.png")
         except MissingDependencyError as exc:
-            console.print(f"[yellow]no plot:[/] {exc}")
+            console.print(Text.assemble(("no plot:", "yellow"), f" {exc}"))
     if not quiet:
         console.print(_train_table(history, result.seconds, backend))
         console.print(f"model: {result.model_dir}  metrics: {out / 'metrics.jsonl'}")
@@ -297,7 +299,7 @@ def eval_cmd(
     }
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(report, indent=2) + "\n")
+        atomic_write(output, json.dumps(report, indent=2) + "\n")
         from rewardsmith.report.eval_plots import plot_grpo_eval
 
         write_plot(plot_grpo_eval, report, output.with_suffix(".png"))

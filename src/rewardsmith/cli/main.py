@@ -6,7 +6,6 @@ import logging
 import sys
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from rewardsmith.cli import bench as bench_cmd
@@ -21,6 +20,7 @@ from rewardsmith.cli import serve as serve_cmd
 from rewardsmith.cli import synth as synth_cmd
 from rewardsmith.cli import tools as tools_cmd
 from rewardsmith.cli.examples import add_examples
+from rewardsmith.cli.terminal import PlainConsole, PlainFormatter
 from rewardsmith.errors import RewardsmithError
 
 app = typer.Typer(
@@ -43,12 +43,14 @@ app.add_typer(synth_cmd.app, name="synth")
 app.add_typer(search_cmd.app, name="search")
 add_examples(app)
 
-err_console = Console(stderr=True)
+err_console = PlainConsole(stderr=True)
 
 
 def main() -> None:
     """Entry point: run the app, turning rewardsmith errors into a message and exit code 2."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(PlainFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         app(args=serve_cmd.expand_ray_flag(sys.argv[1:]))
     except RewardsmithError as exc:

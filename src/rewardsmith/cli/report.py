@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-console = Console()
+from rewardsmith.cli.terminal import PlainConsole
+
+console = PlainConsole()
 
 
 def report(

@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library, write_plot
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import MissingDependencyError
+from rewardsmith.files import atomic_write
 from rewardsmith.models.loading import torch_threads
 
 app = typer.Typer(help="Reward models without human labels: train, evaluate.", no_args_is_help=True)
-console = Console()
+console = PlainConsole()
 
 
 def _require_torch() -> None:
@@ -350,7 +351,7 @@ def eval_cmd(
         )
     elif untrained:
         console.print(
-            "[yellow]no rbs_config.json training record: skipping the untrained column[/]"
+            "no rbs_config.json training record: skipping the untrained column", style="yellow"
         )
     comparison = {
         key: compare_outcomes(got, outcomes["untrained"][key])
@@ -399,7 +400,7 @@ def eval_cmd(
         "trained_minus_untrained": comparison,
     }
     if output is not None:
-        output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        atomic_write(output, json.dumps(payload, indent=2) + "\n")
     from rewardsmith.report.eval_plots import plot_rm_eval
 
     write_plot(plot_rm_eval, payload, output.with_suffix(".png") if output else model / "eval.png")

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -33,12 +32,13 @@ from rewardsmith.cli.common import (
     progress_bar,
     warn_empty_input,
 )
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import InputError
 from rewardsmith.jsonl import atomic_output, check_output_path, read_records, write_line
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.router import BACKENDS, Router
 
-console = Console()
+console = PlainConsole()
 
 # Samples routed at once: one embedding pass per chunk, and the progress stays visible.
 CHUNK_SIZE = 1024

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import (
@@ -37,6 +36,7 @@ from rewardsmith.cli.common import (
     warn_empty_input,
 )
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.jsonl import (
     atomic_output,
     check_output_path,
@@ -48,7 +48,7 @@ from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer, check_task_map, parse_task_map
 from rewardsmith.types import STATUSES, Reward
 
-console = Console()
+console = PlainConsole()
 
 # Samples handed to the scorer at once: large enough that GRPO groups and tool pools stay
 # busy, small enough that the progress bar moves.

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from rewardsmith.cli.common import (
     LibraryOption,
@@ -21,6 +20,7 @@ from rewardsmith.cli.common import (
     LLMUrlOption,
     apply_llm_flags,
 )
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.models.loading import torch_threads
 
@@ -28,8 +28,8 @@ app = typer.Typer(
     help="Reward-function search: generate, check, train, rank, feed back; ensembles, audit.",
     no_args_is_help=True,
 )
-console = Console()
-err = Console(stderr=True)
+console = PlainConsole()
+err = PlainConsole(stderr=True)
 
 EXIT_FLAGGED = 3
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import (
@@ -24,13 +23,15 @@ from rewardsmith.cli.common import (
     apply_llm_flags,
     open_library,
 )
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError
+from rewardsmith.files import atomic_write
 
 app = typer.Typer(
     help="Synthesize reward tools (CodeVerify, WrapLLM) and gate them before use.",
     no_args_is_help=True,
 )
-console = Console()
+console = PlainConsole()
 
 EXIT_ADMITTED = 0
 EXIT_BAD_INPUT = 2
@@ -76,7 +77,7 @@ def _gate_config(min_accuracy: float, min_auc: float, max_probe_win_rate: float)
 def _write_json(path: Path | None, payload: dict[str, Any]) -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 def _print_report(report: dict[str, Any]) -> None:

@@ -7,20 +7,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rewardsmith.cli.common import LibraryOption, open_library
+from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import parse_tool_ref
 from rewardsmith.types import ToolSpec
 
 app = typer.Typer(help="The tool library: list, show, add, retire, history.", no_args_is_help=True)
-console = Console()
+console = PlainConsole()
 
 # Descriptions are cut in the list view; `tools show` prints them whole.
 LIST_DESCRIPTION_CHARS = 30
+# Events `tools history` shows at once (the newest; `--page 2` the ones before them).
+HISTORY_PAGE = 50
+# Characters of an event's detail in the history table (`tools show` and the file have all).
+HISTORY_DETAIL_CHARS = 300
 # `"kind": "reward_function"` in a tool file: a generated `def reward(...)`, stored as a tool
 # of kind "code" built by REWARD_FUNCTION_FACTORY (its 4-stage check runs when it is added).
 REWARD_FUNCTION_KIND = "reward_function"
@@ -74,14 +78,24 @@ def history(
     name: Annotated[str | None, typer.Argument(help="Only events about this tool.")] = None,
     library: LibraryOption = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", "-n", help="Only the last N events.")
-    ] = None,
+        int,
+        typer.Option(
+            "--limit", "-n", help=f"Events per page (default {HISTORY_PAGE}); 0 shows them all."
+        ),
+    ] = HISTORY_PAGE,
+    page: Annotated[
+        int, typer.Option("--page", help="1: the newest events; 2: the ones before...")
+    ] = 1,
 ) -> None:
-    """The library's append-only event log, oldest first."""
+    """The library's append-only event log, oldest first, a page at a time (the newest
+    page by default)."""
+    if limit < 0 or page < 1:
+        raise ConfigError("--limit must be >= 0 and --page >= 1")
     with open_library(library) as lib:
         if name is not None:
-            lib.record(name)  # unknown names get the list of known ones
-        events = lib.history(name, limit)
+            lib.versions(name)  # unknown names get the list of known ones
+        total = lib.count_events(name)
+        events = lib.history(name, limit or None, offset=(page - 1) * limit)
     table = Table(title="library history")
     for col in ("#", "time (UTC)", "event", "tool", "version"):
         table.add_column(col, no_wrap=True)
@@ -94,9 +108,18 @@ def history(
             e.kind,
             e.tool or "-",
             "-" if e.version is None else str(e.version),
-            json.dumps(detail) if detail else "",
+            _clip(json.dumps(detail), HISTORY_DETAIL_CHARS) if detail else "",
         )
     console.print(table)
+    if limit and total > len(events):
+        first = max(total - page * limit, 0) + 1
+        shown = f"events {first}-{first + len(events) - 1}" if events else "no events"
+        older = f"; older: --page {page + 1}" if first > 1 else ""
+        console.print(f"{shown} of {total}{older}; all at once: --limit 0", highlight=False)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 @app.command("retire")

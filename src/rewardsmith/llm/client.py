@@ -13,10 +13,17 @@ field; a rough 4-characters-per-token estimate, marked as such, when the server 
 because RLAR's cost claim is about tokens. Transient failures (connection errors, timeouts,
 HTTP 408, 409, 429 and 5xx) are retried with exponential backoff; anything else raises
 `LLMError` at once. HTTP goes through `httpx` (one connection pool per client).
+
+An endpoint is not trusted to behave: `timeout` is the total time one call may take, retries,
+backoff and reading the answer included (httpx's timeouts are per read, so a server that
+drips one byte a second would hold a call for as long as it liked), and an answer larger
+than `max_answer_bytes` (decoded) is refused as it arrives, never read whole. An answer that
+is not JSON, or JSON nested past the parser's depth, is an `LLMError`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -40,7 +47,10 @@ OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 # The model name sent when none is configured and the server lists none.
 FALLBACK_MODEL = "default"
 
+# Seconds one call may take in all (every attempt, backoff and the reading of the answer).
 DEFAULT_TIMEOUT_S = 60.0
+# Bytes of a decoded answer: a chat answer of a few hundred tokens is a few kilobytes.
+MAX_ANSWER_BYTES = 1_000_000
 DEFAULT_RETRIES = 2
 # Backoff before retry k is BACKOFF_S * 2**k: 0.5 s, 1 s, 2 s...
 BACKOFF_S = 0.5
@@ -49,8 +59,9 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 AUTH_STATUSES = frozenset({401, 403})
 # Characters per token for the estimate used when a server reports no usage.
 CHARS_PER_TOKEN = 4
-# How much of an error body goes into an exception message.
+# How much of an error body goes into an exception message (and is read at all).
 ERROR_BODY_CHARS = 300
+ERROR_BODY_BYTES = 4_096
 
 
 def _first_set(*values: str | None) -> str | None:
@@ -108,6 +119,7 @@ class LLMClient:
         *,
         timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = DEFAULT_RETRIES,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         url = configured_base_url(base_url)
         if not url:
@@ -122,8 +134,11 @@ class LLMClient:
             if api_key is not None
             else _first_set(os.environ.get(API_KEY_ENV), os.environ.get(OPENAI_API_KEY_ENV))
         )
+        if timeout <= 0 or max_answer_bytes <= 0:
+            raise ConfigError("LLM client: timeout and max_answer_bytes must be positive")
         self.timeout = timeout
         self.retries = retries
+        self.max_answer_bytes = max_answer_bytes
         self.usage = TokenUsage()
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -202,10 +217,13 @@ class LLMClient:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"{self.base_url}: answer without choices[0].message.content") from exc
-        usage = data.get("usage") or {}
+        if not isinstance(text, str):
+            raise LLMError(f"{self.base_url}: choices[0].message.content is not a string")
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        prompt_tokens = _count(usage.get("prompt_tokens"))
+        completion_tokens = _count(usage.get("completion_tokens"))
         estimated = not usage
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
         if estimated:
             prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
             prompt_tokens = prompt_chars // CHARS_PER_TOKEN + 1
@@ -229,33 +247,133 @@ class LLMClient:
 
     def _request(self, method: str, path: str, body: Mapping[str, Any] | None) -> dict[str, Any]:
         url = self.base_url + path
+        deadline = time.monotonic() + self.timeout
         last: LLMError | None = None
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(BACKOFF_S * 2 ** (attempt - 1))
+                pause = BACKOFF_S * 2 ** (attempt - 1)
+                if time.monotonic() + pause >= deadline:
+                    break
+                time.sleep(pause)
             try:
-                response = self._http.request(method, url, json=body)
+                status, raw = _Exchange(self, method, url, body, deadline).run()
             except httpx.TransportError as exc:  # connect, read, timeouts, protocol
                 last = LLMError(
                     f"{url}: cannot reach the LLM endpoint: {exc or type(exc).__name__}"
                 )
+            except _Deadline:
+                break
             else:
-                if response.is_success:
-                    try:
-                        result: dict[str, Any] = response.json()
-                    except ValueError as exc:  # the body was not JSON
-                        raise LLMError(f"{url}: answer is not JSON: {exc}") from None
-                    return result
-                detail = response.text[:ERROR_BODY_CHARS]
+                if 200 <= status < 300:
+                    return _json_answer(url, raw)
+                detail = raw[: ERROR_BODY_CHARS * 4].decode("utf-8", "replace")[:ERROR_BODY_CHARS]
                 hint = (
                     " (the server refuses the API key: pass --llm-key or set "
                     f"{API_KEY_ENV} or {OPENAI_API_KEY_ENV})"
-                    if response.status_code in AUTH_STATUSES
+                    if status in AUTH_STATUSES
                     else ""
                 )
-                last = LLMError(f"{url}: HTTP {response.status_code}: {detail}{hint}")
-                if response.status_code not in RETRY_STATUSES:
+                last = LLMError(f"{url}: HTTP {status}: {detail}{hint}")
+                if status not in RETRY_STATUSES:
                     raise last
             log.debug("LLM call to %s failed (attempt %d): %s", url, attempt + 1, last)
-        assert last is not None
+        if time.monotonic() >= deadline or last is None:
+            after = f" (last failure: {last})" if last is not None else ""
+            raise LLMError(
+                f"{url}: cannot reach the LLM endpoint with a complete answer within "
+                f"{self.timeout:g} s, the deadline of one call (retries included){after}"
+            )
         raise last
+
+
+def _count(value: object) -> int:
+    """A token count the server reported (0 when it is not a plain non-negative number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e12:
+        return 0
+    return int(value)
+
+
+class _Deadline(Exception):
+    """The call's total deadline passed."""
+
+
+def _json_answer(url: str, raw: bytes) -> dict[str, Any]:
+    try:
+        result = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # not JSON, or nested past the parser's depth
+        raise LLMError(f"{url}: answer is not JSON: {str(exc)[:120]}") from None
+    if not isinstance(result, dict):
+        raise LLMError(f"{url}: answer is not a JSON object")
+    return result
+
+
+class _Exchange:
+    """One HTTP request whose answer is read in a helper thread while the caller waits at
+    most until the deadline: a read blocks for as long as the server waits between bytes, so
+    only a watcher outside the reading thread can keep the deadline. The reader stops at its
+    next chunk once the caller gave up (each read also times out by the deadline)."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        method: str,
+        url: str,
+        body: Mapping[str, Any] | None,
+        deadline: float,
+    ) -> None:
+        self.client, self.method, self.url, self.body = client, method, url, body
+        self.deadline = deadline
+        self.done = threading.Event()
+        self.abandoned = threading.Event()
+        self.result: tuple[int, bytes] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> tuple[int, bytes]:
+        reader = threading.Thread(target=self._read, name="llm-answer", daemon=True)
+        reader.start()
+        if not self.done.wait(max(self.deadline - time.monotonic(), 0.0)):
+            self.abandoned.set()
+            raise _Deadline
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+    def _read(self) -> None:
+        try:
+            self.result = self._stream()
+        except BaseException as exc:  # handed to the waiting caller
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def _stream(self) -> tuple[int, bytes]:
+        left = max(self.deadline - time.monotonic(), 0.001)
+        cap = self.client.max_answer_bytes
+        with self.client._http.stream(
+            self.method, self.url, json=self.body, timeout=httpx.Timeout(left)
+        ) as response:
+            ok = response.is_success
+            limit = cap if ok else ERROR_BODY_BYTES
+            declared = response.headers.get("content-length", "")
+            if ok and declared.isdigit() and int(declared) > cap:
+                raise _too_large(self.url, int(declared), cap)
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                if self.abandoned.is_set():
+                    raise _Deadline
+                size += len(chunk)
+                chunks.append(chunk)
+                if size > limit:
+                    if ok:
+                        raise _too_large(self.url, size, cap)
+                    break  # an error's body: its head is all the message needs
+            return response.status_code, b"".join(chunks)
+
+
+def _too_large(url: str, size: int, cap: int) -> LLMError:
+    return LLMError(
+        f"{url}: the answer is larger than {cap:,} bytes ({size:,} or more); refused (a chat "
+        "answer is a few kilobytes: check the endpoint, or raise max_answer_bytes)"
+    )

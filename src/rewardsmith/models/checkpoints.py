@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.files import append_line, is_regular
 from rewardsmith.jsonl import atomic_output, iter_jsonl
 
 CHECKPOINTS = "checkpoints"
@@ -71,25 +72,55 @@ def writing_checkpoint(out: Path, step: int, keep: int) -> Iterator[Path]:
         raise ConfigError(f"keep must be >= 1 checkpoint, got {keep}")
     final = checkpoint_dir(out, step)
     partial = final.with_name(final.name + _PARTIAL)
-    shutil.rmtree(partial, ignore_errors=True)
+    _remove(partial)
     partial.mkdir(parents=True)
     try:
         yield partial
         if not (partial / STATE_FILE).is_file():
             raise ConfigError(f"a checkpoint needs {STATE_FILE}; none was written to {partial}")
-        shutil.rmtree(final, ignore_errors=True)
+        _remove(final)
         partial.rename(final)
     finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        _remove(partial)
     for _, stale in saved_checkpoints(out)[:-keep]:
         shutil.rmtree(stale, ignore_errors=True)
 
 
+def load_trainer_state(path: Path, map_location: str | None = None) -> dict[str, Any]:
+    """A checkpoint's `trainer_state.pt`, unpickled with `weights_only=True`: tensors, numbers,
+    strings and containers of them, never an object whose loading runs code (a crafted
+    checkpoint in a copied run folder would otherwise execute on `--resume`). Anything else
+    is a `ConfigError` saying so; nothing from the file was run."""
+    import pickle
+
+    import torch
+
+    if not is_regular(path):
+        raise ConfigError(f"checkpoint state {path} is not a regular file; cannot resume from it")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"checkpoint state {path} cannot be loaded as plain tensors and values "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); resume only from "
+            "checkpoints rewardsmith wrote (nothing from the file was run)"
+        ) from None
+    if not isinstance(state, dict):
+        raise ConfigError(f"checkpoint state {path} is not a trainer state (a dictionary)")
+    return state
+
+
+def _remove(path: Path) -> None:
+    """Remove a folder, or whatever else holds its name (a symlink is removed, not followed)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def append_metrics(path: Path, row: Mapping[str, Any]) -> None:
     """Add one step's metrics as a JSON line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row) + "\n")
+    append_line(path, json.dumps(row))
 
 
 def truncate_metrics(path: Path, step: int) -> None:

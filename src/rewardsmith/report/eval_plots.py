@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import InputError
-from rewardsmith.report.pyplot import pyplot
+from rewardsmith.report.pyplot import pyplot, save_figure
 
 # Colours per column / policy, in order (matplotlib's default cycle, fixed for stable plots).
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
@@ -140,8 +140,4 @@ def plot_grpo_eval(report: dict[str, Any], out: str | Path) -> Path:
 
 
 def _save(fig: Any, plt: Any, out: str | Path) -> Path:
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out, dpi=110)

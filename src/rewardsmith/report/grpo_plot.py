@@ -12,7 +12,7 @@ from typing import Any
 
 from rewardsmith.errors import InputError
 from rewardsmith.jsonl import read_jsonl
-from rewardsmith.report.pyplot import pyplot
+from rewardsmith.report.pyplot import pyplot, save_figure
 
 # Raw per-step values are noisy with a handful of prompts per step; the plot also draws a
 # moving average over this many steps.
@@ -66,8 +66,4 @@ def plot_metrics(metrics: str | Path, out: str | Path) -> Path:
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=100)

@@ -13,18 +13,26 @@ What it recognizes in RUNDIR (its top level):
 
 A folder holding none of these is an `InputError` naming what was looked for. Plots are
 linked by relative path, so the page and its folder can be moved together.
+
+The folder is read as someone else may have prepared it: only regular files of bounded size
+are read (a FIFO or a device named `metrics.jsonl` is skipped, not waited on), every string
+from it is written as Markdown-escaped text (`plaintext.md_text`: no link, image, HTML or
+table break comes from data), and the page and plots are written with `files.atomic_write`
+(a symlink planted as `report.md` or `metrics.png` is replaced, never written through).
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from rewardsmith.errors import InputError, MissingDependencyError
+from rewardsmith.files import atomic_write, is_regular, read_json
 from rewardsmith.jsonl import read_jsonl
+from rewardsmith.plaintext import md_code, md_text
 
 REPORT_FILE = "report.md"
 # Steps averaged for the "first" and "last" columns of a metrics table.
@@ -33,29 +41,36 @@ SUMMARY_STEPS = 10
 MAX_METRICS = 16
 
 
+class Formatted(str):
+    """Markdown this module wrote from numbers (`0.620 [0.52, 0.71]`): a cell as it is. Any
+    other string came from the folder and is escaped (`md_text`)."""
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return value if isinstance(value, Formatted) else md_text(value)
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(map(md_text, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return lines + [""]
 
 
 def _read_json(path: Path) -> Any:
+    if not is_regular(path):
+        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # not ours, or unreadable: the page lists only what it understood
+        return read_json(path)
+    except InputError:
+        return None  # not ours, unreadable or too large: the page lists only what it understood
 
 
 def _metrics_table(path: Path) -> list[str]:
-    rows: list[dict[str, Any]] = read_jsonl(path)
+    rows: list[dict[str, Any]] = read_jsonl(path, regular_only=True)
     if not rows:
-        return [f"`{path.name}` is empty.", ""]
+        return [f"{md_code(path.name)} is empty.", ""]
     head, tail = rows[:SUMMARY_STEPS], rows[-SUMMARY_STEPS:]
     keys = [k for k in rows[-1] if k != "step" and isinstance(rows[-1][k], int | float)]
     out = []
@@ -66,7 +81,7 @@ def _metrics_table(path: Path) -> list[str]:
             out.append((key, statistics.fmean(a), statistics.fmean(b)))
     n = min(SUMMARY_STEPS, len(rows))
     return [
-        f"{len(rows)} logged steps; means over the first and last {n} (`{path.name}`):",
+        f"{len(rows)} logged steps; means over the first and last {n} ({md_code(path.name)}):",
         "",
         *_table(["metric", "first", "last"], out),
     ]
@@ -74,12 +89,12 @@ def _metrics_table(path: Path) -> list[str]:
 
 def _image(rundir: Path, png: Path, draw: Any, data: Any) -> list[str]:
     """A Markdown image link to `png`, drawn with `draw(data, png)` when it is missing."""
-    if not png.exists():
+    if not is_regular(png):
         try:
             draw(data, png)
         except (MissingDependencyError, InputError) as exc:
             return [f"(no plot: {exc})", ""]
-    return [f"![{png.stem}]({png.relative_to(rundir).as_posix()})", ""]
+    return [f"![{md_text(png.stem)}]({_link(png.relative_to(rundir).as_posix())})", ""]
 
 
 def _grpo_train(rundir: Path) -> list[str]:
@@ -96,7 +111,7 @@ def _grpo_train(rundir: Path) -> list[str]:
         settings += [("steps run", summary.get("steps")), ("seconds", summary.get("seconds"))]
     lines += _table(["setting", "value"], settings)
     metrics = rundir / "metrics.jsonl"
-    if metrics.exists():
+    if is_regular(metrics):
         lines += _metrics_table(metrics)
         lines += _image(
             rundir, rundir / "metrics.png", lambda _d, p: plot_metrics(metrics, p), None
@@ -119,9 +134,9 @@ def _rm_train(rundir: Path) -> list[str]:
     lines += _table(["setting", "value"], settings)
     if isinstance(result.get("final"), dict) and result["final"]:
         lines += ["Last logged step:", "", *_table(["metric", "value"], result["final"].items())]
-    if (rundir / "metrics.jsonl").exists():
+    if is_regular(rundir / "metrics.jsonl"):
         lines += _metrics_table(rundir / "metrics.jsonl")
-    if (rundir / "README.md").exists():
+    if is_regular(rundir / "README.md"):
         lines += ["Model card: [README.md](README.md).", ""]
     return lines
 
@@ -131,11 +146,10 @@ def _rm_eval(rundir: Path, path: Path, payload: dict[str, Any]) -> list[str]:
 
     columns: dict[str, dict[str, dict[str, float]]] = payload.get("results", {})
     comparison: dict[str, dict[str, float]] = payload.get("trained_minus_untrained", {})
-    lines = [f"## Reward-model evaluation (`rm eval`, `{path.name}`)", ""]
-    lines += [
-        f"Model `{payload.get('model', '?')}`; data: {', '.join(payload.get('data', []))}.",
-        "",
-    ]
+    lines = [f"## Reward-model evaluation (`rm eval`, {md_code(path.name)})", ""]
+    data = payload.get("data", [])
+    data = ", ".join(map(md_text, data)) if isinstance(data, list) else md_text(data)
+    lines += [f"Model {md_code(payload.get('model', '?'))}; data: {data}.", ""]
     names = list(columns)
     keys = list(next(iter(columns.values()), {}))
     rows = []
@@ -145,13 +159,13 @@ def _rm_eval(rundir: Path, path: Path, payload: dict[str, Any]) -> list[str]:
             m = columns[name].get(key, {})
             value = m.get("accuracy", m.get("model"))
             ci = f" [{m['ci_low']:.2f}, {m['ci_high']:.2f}]" if "ci_low" in m else ""
-            cells.append(f"{value:.3f}{ci}" if isinstance(value, int | float) else "-")
-        cmp = comparison.get(key)
+            cells.append(Formatted(f"{value:.3f}{ci}") if isinstance(value, int | float) else "-")
+        cmp = comparison.get(key)  # a number format of data that is not a number raises
         diff = f"{cmp['difference']:+.3f}" if cmp else "-"
         if cmp and "ci_low" in cmp:
             diff += f" [{cmp['ci_low']:+.2f}, {cmp['ci_high']:+.2f}]"
         n = next((columns[c][key].get("n") for c in names if key in columns[c]), "?")
-        rows.append([key, int(n) if isinstance(n, float) else n, *cells, diff])
+        rows.append([key, int(n) if isinstance(n, float) else n, *cells, Formatted(diff)])
     header = ["set / metric", "n", *(f"{c} (95% CI)" for c in names), "trained - untrained"]
     lines += _table(header, rows)
     lines += _image(rundir, path.with_suffix(".png"), plot_rm_eval, payload)
@@ -162,10 +176,13 @@ def _grpo_eval(rundir: Path, path: Path, report: dict[str, Any]) -> list[str]:
     from rewardsmith.report.eval_plots import plot_grpo_eval
 
     def ci(d: dict[str, float]) -> str:
-        return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+        return Formatted(f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]")
 
-    lines = [f"## Policy evaluation (`grpo eval`, `{path.name}`)", ""]
-    lines += [f"Held-out `{report.get('data')}`, n={report.get('n')}, greedy decoding.", ""]
+    lines = [f"## Policy evaluation (`grpo eval`, {md_code(path.name)})", ""]
+    lines += [
+        f"Held-out {md_code(report.get('data'))}, n={md_text(report.get('n'))}, greedy decoding.",
+        "",
+    ]
     lines += _table(
         ["policy", "accuracy (95% CI)", "F1 (95% CI)", "precision", "parseable", "seconds"],
         (
@@ -182,7 +199,7 @@ def _grpo_eval(rundir: Path, path: Path, report: dict[str, Any]) -> list[str]:
     )
     comparisons = report.get("comparisons", [])
     if comparisons:
-        lines += [f"Exact McNemar against `{comparisons[0]['baseline']}` (Bonferroni):", ""]
+        lines += [f"Exact McNemar against {md_code(comparisons[0]['baseline'])} (Bonferroni):", ""]
         lines += _table(
             ["policy", "only baseline right (b)", "only policy right (c)", "p", "p (Bonferroni)"],
             ([c["policy"], c["b"], c["c"], c["p_value"], c["p_bonferroni"]] for c in comparisons),
@@ -198,18 +215,19 @@ def write_report(rundir: str | Path, out: str | Path | None = None) -> Path:
     if not rundir.is_dir():
         raise InputError(f"{rundir} is not a folder; pass the folder a run or -o wrote into")
     sections: list[list[str]] = []
-    if (rundir / "grpo_config.json").exists() or (rundir / "summary.json").exists():
-        sections.append(_grpo_train(rundir))
-    if (rundir / "rbs_config.json").exists():
-        sections.append(_rm_train(rundir))
+    if is_regular(rundir / "grpo_config.json") or is_regular(rundir / "summary.json"):
+        sections.append(_section("grpo_config.json", _grpo_train, rundir))
+    if is_regular(rundir / "rbs_config.json"):
+        sections.append(_section("rbs_config.json", _rm_train, rundir))
     for path in sorted(rundir.glob("*.json")):
         data = _read_json(path)
         if isinstance(data, dict) and "results" in data and "model" in data:
-            sections.append(_rm_eval(rundir, path, data))
+            sections.append(_section(path.name, _rm_eval, rundir, path, data))
         elif isinstance(data, dict) and "policies" in data and "comparisons" in data:
-            sections.append(_grpo_eval(rundir, path, data))
-    if not sections and (rundir / "metrics.jsonl").exists():
-        sections.append(["## Training metrics", "", *_metrics_table(rundir / "metrics.jsonl")])
+            sections.append(_section(path.name, _grpo_eval, rundir, path, data))
+    if not sections and is_regular(rundir / "metrics.jsonl"):
+        metrics = _section("metrics.jsonl", _metrics_table, rundir / "metrics.jsonl")
+        sections.append(["## Training metrics", "", *metrics])
     if not sections:
         raise InputError(
             f"{rundir}: nothing to report: expected a `grpo train` or `rm train` folder "
@@ -217,11 +235,32 @@ def write_report(rundir: str | Path, out: str | Path | None = None) -> Path:
             "results saved with -o (*.json)"
         )
     path = Path(out) if out is not None else rundir / REPORT_FILE
-    page = [f"# rewardsmith report: `{rundir.resolve().name}`", ""]
+    page = [f"# rewardsmith report: {md_code(rundir.resolve().name)}", ""]
     for section in sections:
         page += section
-    if path.resolve().parent != rundir.resolve():  # links are relative to RUNDIR
-        page = [line.replace("](", f"]({rundir.resolve().as_posix()}/") for line in page]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(page).rstrip() + "\n", encoding="utf-8")
+    if path.parent.resolve() != rundir.resolve():  # the plots are linked relative to RUNDIR
+        base = _link(rundir.resolve().as_posix())
+        page = [_rebase(line, base) if line.startswith("![") else line for line in page]
+    atomic_write(path, "\n".join(page).rstrip() + "\n")
     return path
+
+
+def _section(name: str, build: Any, *args: Any) -> list[str]:
+    """One section, or a line saying which file could not be read: a file of the wrong shape
+    (hand-edited, truncated, crafted) costs its section, not the page."""
+    try:
+        lines: list[str] = build(*args)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, InputError) as exc:
+        return [f"({md_code(name)} could not be read: {md_text(exc)})", ""]
+    return lines
+
+
+def _rebase(image_line: str, base: str) -> str:
+    """`![name](plot.png)` (a line `_image` wrote) linked from `base`."""
+    head, _, target = image_line.rpartition("](")
+    return f"{head}]({base}/{target}"
+
+
+def _link(target: str) -> str:
+    """A link destination nothing in it can end (percent-encoded but for `/`)."""
+    return quote(target, safe="/")

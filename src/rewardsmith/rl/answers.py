@@ -27,8 +27,6 @@ AnswerFormat = Literal["solution", "gsm8k"]
 ANSWER_FORMATS: tuple[AnswerFormat, ...] = ("solution", "gsm8k")
 TAGS = ("thinking", "solution")
 
-_SOLUTION_RE = re.compile(r"<solution>(.*?)</solution>", re.DOTALL)
-
 
 @dataclass(frozen=True)
 class Judged:
@@ -38,13 +36,28 @@ class Judged:
     correct: bool
 
 
+def solution_blocks(completion: str) -> list[str]:
+    """What `re.findall(r"<solution>(.*?)</solution>", completion, re.DOTALL)` finds, in one
+    pass: the regex would rescan the rest of the text from every unclosed `<solution>`."""
+    blocks: list[str] = []
+    pos = 0
+    while (start := completion.find("<solution>", pos)) >= 0:
+        start += len("<solution>")
+        end = completion.find("</solution>", start)
+        if end < 0:
+            break
+        blocks.append(completion[start:end])
+        pos = end + len("</solution>")
+    return blocks
+
+
 def extract_answer(completion: str, fmt: AnswerFormat = "solution") -> Fraction | None:
     """The completion's numeric answer under `fmt`, or None when it has none."""
     if fmt == "gsm8k":
         return extract_number(completion)
     if fmt != "solution":
         raise ConfigError(f"answer format must be one of {ANSWER_FORMATS}, got {fmt!r}")
-    blocks = _SOLUTION_RE.findall(completion)
+    blocks = solution_blocks(completion)
     if not blocks:
         return None
     inner = blocks[-1].strip()

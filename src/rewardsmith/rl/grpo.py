@@ -60,6 +60,7 @@ import torch
 from transformers import get_constant_schedule_with_warmup
 
 from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.files import append_line, atomic_write
 from rewardsmith.library.store import Library
 from rewardsmith.models.checkpoints import (
     CHECKPOINTS,
@@ -68,6 +69,7 @@ from rewardsmith.models.checkpoints import (
     append_metrics,
     checkpoint_dir,
     latest_checkpoint,
+    load_trainer_state,
     truncate_metrics,
     writing_checkpoint,
 )
@@ -286,8 +288,8 @@ class GRPOTrainer:
         append_metrics(self.out / METRICS_FILE, metrics)
         if cfg.log_completions_every and self.step % cfg.log_completions_every == 0:
             rows = scored.audit_rows(self.step, flat_prompts, rollout.texts, references, verdicts)
-            with (self.out / COMPLETIONS_FILE).open("a", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(row) + "\n" for row in rows)
+            for row in rows:
+                append_line(self.out / COMPLETIONS_FILE, json.dumps(row))
         return metrics
 
     def _micro_batches(self, n: int) -> list[slice]:
@@ -386,7 +388,8 @@ class GRPOTrainer:
         save_model: bool,
     ) -> TrainResult:
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / CONFIG_FILE).write_text(
+        atomic_write(
+            self.out / CONFIG_FILE,
             json.dumps(
                 {
                     "grpo": self.config.to_dict(),
@@ -397,7 +400,7 @@ class GRPOTrainer:
                 },
                 indent=2,
             )
-            + "\n"
+            + "\n",
         )
         if resume:
             self.resume()
@@ -421,7 +424,7 @@ class GRPOTrainer:
         model_dir = self.save_model(self.out / MODEL_DIR) if save_model else None
         seconds = time.perf_counter() - start
         summary = {"steps": self.step, "seconds": round(seconds, 1), "last": last}
-        (self.out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+        atomic_write(self.out / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
         return TrainResult(self.step, self.out, model_dir, seconds, last)
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -449,7 +452,7 @@ class GRPOTrainer:
         path = checkpoint or latest_checkpoint(self.out)
         if path is None:
             raise ConfigError(f"no checkpoint to resume in {self.out / CHECKPOINTS}")
-        state = torch.load(path / STATE_FILE, weights_only=False)
+        state = load_trainer_state(path / STATE_FILE)
         params = dict(self.model.named_parameters())
         missing = set(params[n] for n in params if params[n].requires_grad)
         with torch.no_grad():

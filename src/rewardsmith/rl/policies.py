@@ -62,6 +62,7 @@ from transformers import (
 
 from rewardsmith.config import home_dir
 from rewardsmith.errors import ConfigError
+from rewardsmith.files import atomic_write, written_aside
 from rewardsmith.models.loading import (
     SMOLLM2_GGUF,
     load_model,
@@ -243,10 +244,10 @@ def load_smollm2(*, device: str = "cpu") -> Policy:
 def save_policy(policy: Policy, model: Any, path: str | Path) -> Path:
     """Save `model` (a plain `PreTrainedModel`), the tokenizer and the prompt metadata."""
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    policy.tokenizer.save_pretrained(path)
-    (path / POLICY_FILE).write_text(json.dumps(policy.meta(), indent=2) + "\n")
+    with written_aside(path) as aside:  # never through a symlink planted in `path`
+        model.save_pretrained(aside)
+        policy.tokenizer.save_pretrained(aside)
+        atomic_write(aside / POLICY_FILE, json.dumps(policy.meta(), indent=2) + "\n")
     return path
 
 
@@ -302,7 +303,7 @@ def build_testbed(
             result = evaluate_policy(policy, held_out)
             record["eval"] = {"problems": config.eval_problems, **result.summary()}
             say(f"testbed: held-out accuracy {result.accuracy:.3f}")
-        (tmp / TESTBED_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        atomic_write(tmp / TESTBED_FILE, json.dumps(record, indent=2) + "\n")
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from rewardsmith.errors import InputError
+from rewardsmith.files import atomic_write
 from rewardsmith.jsonl import iter_jsonl
 
 #: GSM8K's calculator annotations, `<<48/2=24>>`.
@@ -73,10 +74,8 @@ def write_corpus(
     tagged = [(name, text) for name, docs in sources.items() for text in docs]
     random.Random(seed).shuffle(tagged)
     out = Path(out).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
     counts = dict.fromkeys(sources, 0)
-    with out.open("w", encoding="utf-8") as fh:
-        for name, text in tagged:
-            fh.write(json.dumps({"text": text}) + "\n")
-            counts[name] += 1
+    for name, _ in tagged:
+        counts[name] += 1
+    atomic_write(out, "".join(json.dumps({"text": text}) + "\n" for _, text in tagged))
     return counts

@@ -42,7 +42,10 @@ BOUNDARY = "\n\n"
 # without blank lines) would be tokenized whole for one pair, so longer ones are clipped.
 MAX_DOC_CHARS = 50_000
 # Ends of sentences: a split right after one of these (then whitespace) is a sentence boundary.
-_SENTENCE_END = re.compile(r"(?:[.!?:;]['\")\]]*|\n)\s*\Z")
+_SENTENCE_MARKS = ".!?:;"
+# Spaces (no line break) between a sentence's mark and a split that still count as its end.
+MAX_SPACE_AFTER_SENTENCE = 64
+_CLOSERS = "'\")]"
 TEXT_SUFFIXES = (".txt", ".md", ".text")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 
@@ -262,7 +265,7 @@ def split_document(
     for t in range(config.prefix_min, n - config.suffix_min + 1):
         if offsets[t][0] <= offsets[t - 1][1]:
             continue  # inside a word: the suffix would start with a word piece
-        if config.mode == "sentence" and not _SENTENCE_END.search(text[: offsets[t][0]]):
+        if config.mode == "sentence" and not _ends_sentence(text, offsets[t][0]):
             continue
         candidates.append(t)
     if not candidates:
@@ -377,6 +380,22 @@ def batches(pairs: Iterable[Pair], batch_size: int, similar_pool: int = 0) -> It
         if len(batch) == batch_size:
             yield batch
             batch, docs = [], set()
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Does `text[:end]` end a sentence: a mark (`.!?:;`, then closing quotes or brackets) or
+    a line break, then only whitespace? Read backwards from `end`: a regex searched over the
+    prefix would cost the prefix's length at every split."""
+    stop = end
+    while stop > 0 and text[stop - 1].isspace():
+        if text[stop - 1] == "\n":
+            return True
+        if end - stop >= MAX_SPACE_AFTER_SENTENCE:
+            return False  # the splits inside a long run of spaces would each rescan it
+        stop -= 1
+    while stop > 0 and text[stop - 1] in _CLOSERS:
+        stop -= 1
+    return stop > 0 and text[stop - 1] in _SENTENCE_MARKS
 
 
 _WORDS = re.compile(r"[a-z]{3,}|\d+")

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.files import atomic_write
 from rewardsmith.rm.backbones import MINILM_ALIASES, SMOLLM2_ALIASES
 
 EVAL_RESULTS = "eval_results.json"
@@ -236,15 +237,11 @@ def write_model_card(
         "",
     ]
     path = out / CARD
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return atomic_write(path, "\n".join(lines))
 
 
 def write_eval_results(model_dir: Path, payload: dict[str, Any]) -> Path:
     """`MODEL/eval_results.json`: the latest `rm eval` payload with the time it was made."""
     path = model_dir / EVAL_RESULTS
     data = {"evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"), **payload}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic_write(path, json.dumps(data, indent=2) + "\n")

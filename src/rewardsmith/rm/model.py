@@ -34,6 +34,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.files import atomic_write, written_aside
 from rewardsmith.models.loading import load_model, load_tokenizer, pick_device
 from rewardsmith.rm.backbones import resolve_backbone
 from rewardsmith.rm.formats import ChatFormat, default_format, install, render
@@ -156,7 +157,7 @@ class Scorer(nn.Module):
 
     def _write_config(self, out: Path, extra: dict[str, Any] | None) -> None:
         data = {"kind": self.kind, "windows": asdict(self.windows), **(extra or {})}
-        (out / RBS_CONFIG).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        atomic_write(out / RBS_CONFIG, json.dumps(data, indent=2) + "\n")
 
 
 def _all_negatives(b: int) -> torch.Tensor:
@@ -281,18 +282,17 @@ class CrossEncoder(Scorer):
         return scores[:, 0], scores[:, 1:], tokens
 
     def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
         model = merged_copy(self.model)
         if self.chat is not None:
             # The exact input format rides in config.json too, where trainers look first.
             model.config.rbs_input_format = self.chat.describe()
             if self.decoder:
                 model.config.value_head_prefix = "score"  # OpenRLHF reads it from the config
-        model.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
-        fmt = {"input_format": self.chat.to_dict() if self.chat else "pair"}
-        self._write_config(out, {**fmt, **(extra or {})})
+        with written_aside(out) as aside:  # never through a symlink planted in `out`
+            model.save_pretrained(aside)
+            self.tokenizer.save_pretrained(aside)
+            fmt = {"input_format": self.chat.to_dict() if self.chat else "pair"}
+            self._write_config(aside, {**fmt, **(extra or {})})
 
 
 def merged_copy(model: Any) -> Any:
@@ -407,12 +407,12 @@ class BiEncoder(Scorer):
         return pos, neg, tp + tr
 
     def save(self, out: str | Path, extra: dict[str, Any] | None = None) -> None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        self.backbone.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
-        save_file({"weight": self.head.weight.detach().cpu().contiguous()}, str(out / BI_HEAD))
-        self._write_config(out, extra)
+        with written_aside(out) as aside:  # never through a symlink planted in `out`
+            self.backbone.save_pretrained(aside)
+            self.tokenizer.save_pretrained(aside)
+            head = self.head.weight.detach().cpu().contiguous()
+            save_file({"weight": head}, str(aside / BI_HEAD))
+            self._write_config(aside, extra)
 
 
 def init_scorer(

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from rewardsmith.files import atomic_write
 from rewardsmith.rm.corpora import CALCULATOR
 
 KINDS = ("final", "step")
@@ -39,7 +40,10 @@ MAX_OFFSET = 10
 ATTEMPTS = 20
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\d])")
-_TESTBED_STEP = re.compile(r"(\d+)([+\-*])(\d+)=(\d+)")
+# `(?<!\d)`: a step starts where its number does (from every digit of a long run, the
+# pattern would rescan the run).
+_TESTBED_STEP = re.compile(r"(?<!\d)(\d++)([+\-*])(\d++)=(\d++)")
+_FINAL = re.compile(r"####\s*(.+)$")
 _GSM8K_STEP = re.compile(r"<<([^<>=]*)=([^<>]*)>>([\-\d,.]*\d)?")
 _OPS: dict[type, Callable[[Fraction, Fraction], Fraction]] = {
     ast.Add: operator.add,
@@ -153,11 +157,18 @@ def testbed_wrong(completion: str, kind: str, rng: random.Random) -> str | None:
 # -- GSM8K: `Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n...\n#### 72` -------------------
 
 
+def _final_region(text: str) -> str:
+    """The end of `text` where `_FINAL` can match: its last line and a `####` that ends the
+    lines before it (searched in the whole text, the pattern rescans a line from each `####`)."""
+    cut = text.rfind("\n")
+    return text if cut < 0 else text[max(len(text[:cut].rstrip()) - 4, 0) :]
+
+
 def gsm8k_wrong(answer: str, kind: str, rng: random.Random) -> str | None:
     """A GSM8K solution (annotated, as in the dataset) made wrong and shown without its
     annotations (`final` or `step`, see the module doc), or None when it cannot be."""
     steps = list(_GSM8K_STEP.finditer(answer))
-    final_match = re.search(r"####\s*(.+)$", answer.strip())
+    final_match = _FINAL.search(_final_region(answer.strip()))
     if not steps or final_match is None:
         return None
     try:
@@ -253,8 +264,4 @@ def gsm8k_problems(path: str | Path) -> list[tuple[str, str, str]]:
 def write_pairs(rows: Sequence[PairRow], out: str | Path) -> Path:
     """JSONL, one pair per line (`prompt, chosen, rejected, group, kind`)."""
     out = Path(out).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(asdict(row)) + "\n")
-    return out
+    return atomic_write(out, "".join(json.dumps(asdict(row)) + "\n" for row in rows))

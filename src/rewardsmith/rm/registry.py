@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.config import home_dir
-from rewardsmith.errors import ConfigError, LibraryError
+from rewardsmith.errors import ConfigError, InputError, LibraryError
+from rewardsmith.files import open_regular
 from rewardsmith.types import ToolSpec
 
 REGISTRY_VERSION = 1
@@ -134,18 +135,29 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+# The safetensors format's own limit on a header (the library refuses larger ones).
+MAX_SAFETENSORS_HEADER = 100_000_000
+
+
 def count_parameters(model_dir: str | Path) -> int:
-    """Parameters in a directory's `*.safetensors` files, read from their headers (no torch)."""
+    """Parameters in a directory's `*.safetensors` files, read from their headers (no torch).
+    Only regular files are opened (a FIFO would block), and a header must fit the format's
+    limit and the file: a crafted one claiming a terabyte is an `InputError`, never read."""
     total = 0
     for file in Path(model_dir).glob("*.safetensors"):
-        with file.open("rb") as fh:
+        with open_regular(file) as fh:
             size = int.from_bytes(fh.read(8), "little")
+            room = os.fstat(fh.fileno()).st_size - 8
+            if not 2 <= size <= min(MAX_SAFETENSORS_HEADER, room):
+                raise InputError(f"{file}: a safetensors header of {size:,} bytes; not read")
             header = json.loads(fh.read(size))
+        if not isinstance(header, dict):
+            raise InputError(f"{file}: not a safetensors header")
         for key, info in header.items():
             if key != "__metadata__":
                 n = 1
                 for d in info["shape"]:
-                    n *= d
+                    n *= int(d)
                 total += n
     return total
 

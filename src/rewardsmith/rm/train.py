@@ -41,6 +41,7 @@ from rewardsmith.models.checkpoints import (
     STATE_FILE,
     append_metrics,
     latest_checkpoint,
+    load_trainer_state,
     truncate_metrics,
     writing_checkpoint,
 )
@@ -309,7 +310,7 @@ def train(
     ckpt = latest_checkpoint(out) if resume else None
     saved: dict[str, Any] | None = None
     if ckpt is not None:
-        saved = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False)
+        saved = load_trainer_state(ckpt / STATE_FILE, map_location="cpu")
     if ckpt is not None and not config.lora_rank:
         scorer = load_scorer(ckpt, device=config.device, windows=config.windows())
     else:

@@ -73,18 +73,9 @@ LANGUAGES: tuple[str, ...] = (
 # Languages py3langid mixes up on a sentence: a pair within a group is "the same language"
 # here (translating between them is rare; misreading a same-language answer is not).
 _LANGUAGE_GROUP: Mapping[str, str] = {
-    "fa": "ar",
-    "ur": "ar",
-    "sk": "cs",
-    "sr": "hr",
-    "sl": "hr",
-    "no": "da",
-    "sv": "da",
-    "ms": "id",
-    "ca": "es",
-    "uk": "ru",
-    "bg": "ru",
-}
+    "fa": "ar", "ur": "ar", "sk": "cs", "sr": "hr", "sl": "hr", "no": "da", "sv": "da",
+    "ms": "id", "ca": "es", "uk": "ru", "bg": "ru",
+}  # fmt: skip
 
 _ROMAN = ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
 # Option label styles and their label sequences, in the order they are tried.
@@ -102,15 +93,16 @@ _LABEL_TOKEN = re.compile(
     r"(?:^|(?<=[\s*>\-]))(?:(?i:option|choice)\s+)?"
     r"(?:[\(\[](?P<paren>[A-Za-z]{1,4}|\d{1,2})[\)\]]"
     r"|(?P<close>[A-Za-z]{1,4}|\d{1,2})[):.])"
-    r"(?=[ \t]+\S)",
+    r"(?=[ \t]++\S)",
     re.MULTILINE,
 )
-# A reference that names one label: "B", "(b)", "[3]", "iv.", "Option C", "B) Paris".
+# A reference that names one label: "B", "(b)", "[3]", "iv.", "Option C", "B) Paris" (`\A`:
+# for `fullmatch`, and a `search` does not rescan a run of spaces from each one).
 _REFERENCE_LABEL = re.compile(
-    r"(?i:(?:the\s+)?(?:answer|option|choice)(?:\s+is)?\s*[:\-]?\s*)?(?:\*\*)?"
-    r"(?:[\(\[]?\s*(?P<bare>[A-Za-z]{1,4}|\d{1,2})\s*[\)\]]?(?:\*\*)?\s*[.:]?"
+    r"\A(?i:(?:the\s++)?(?:answer|option|choice)(?:\s++is)?\s*+[:\-]?\s*+)?(?:\*\*)?"
+    r"(?:[\(\[]?\s*+(?P<bare>[A-Za-z]{1,4}|\d{1,2})\s*+[\)\]]?(?:\*\*)?\s*+[.:]?"
     r"|(?:[\(\[](?P<paren>[A-Za-z]{1,4}|\d{1,2})[\)\]]|(?P<delim>[A-Za-z]{1,4}|\d{1,2})[).:])"
-    r"(?:\*\*)?\s+\S.{0,200})",
+    r"(?:\*\*)?\s++\S.{0,200})",
     re.DOTALL,
 )
 _LETTER_LABELS = frozenset(OPTION_STYLES["upper"]) | frozenset(OPTION_STYLES["lower"])
@@ -121,13 +113,13 @@ _SEGMENT_SPLIT = re.compile(r"\n+|(?<=[.!?。？！:：;])\s+")
 # Mathematical notation: an operator between terms, exponents, function application,
 # a coefficient on a variable, a LaTeX command, a math symbol, an inequality.
 _MATH = re.compile(
-    r"[\w)]\s*[\^=<>≤≥≠]\s*[-\w(\\]"
-    r"|\b[a-z]\s*[-+*/]\s*[\da-z]\b(?!['’])"
-    r"|\b[a-zA-Z]\s*\(\s*[a-z\d]\s*\)"
-    r"|(?<![\w.])\d+[a-z]\b(?!['’])"
-    r"|\\[a-zA-Z]+"
+    r"[\w)]\s*+[\^=<>≤≥≠]\s*+[-\w(\\]"
+    r"|\b[a-z]\s*+[-+*/]\s*+[\da-z]\b(?!['’])"
+    r"|\b[a-zA-Z]\s*+\(\s*+[a-z\d]\s*+\)"
+    r"|(?<![\w.])\d++[a-z]\b(?!['’])"
+    r"|\\[a-zA-Z]++"
     r"|[√π∑∏∫≤≥≠∞±·×÷°]"
-    r"|[\d)]\s*[*/]\s*[\d(a-z]|\)\s*[-+]\s*[\w(]"
+    r"|[\d)]\s*+[*/]\s*+[\d(a-z]|\)\s*+[-+]\s*+[\w(]"
     r"|\b(?:sqrt|log|ln|sin|cos|tan|mod|gcd|lcm|pi)\b"
 )
 # Objects of mathematics rather than of everyday life: a word problem about apples and
@@ -148,24 +140,25 @@ _MATH_WORDS = re.compile(
 # Quantities of everyday life (money, time, distance, things people buy and count) and the
 # verbs of buying, selling and sharing: the stuff of grade-school word problems.
 _EVERYDAY = re.compile(
-    r"\$\s?\d|\b\d[\d,.]*\s*(?:dollars?|cents?|hours?|minutes?|seconds?|days?|weeks?|months?|"
-    r"years?|miles?|km|kilometers?|meters?|feet|foot|inches|pounds?|kg|kilograms?|grams?|"
-    r"liters?|gallons?|cups?|pieces?|pages?|people|students?|apples?|boxes|bags?|cookies|"
-    r"eggs|books?|cars?|times)\b|\b(?:each|per|total|altogether|left|spent|earns?|pays?|"
+    r"\$\s?\d|\b(?<![\d,.])\d[\d,.]*+\s*+(?:dollars?|cents?|hours?|minutes?|seconds?|days?|"
+    r"weeks?|months?|years?|miles?|km|kilometers?|meters?|feet|foot|inches|pounds?|kg|"
+    r"kilograms?|grams?|liters?|gallons?|cups?|pieces?|pages?|people|students?|apples?|boxes|"
+    r"bags?|cookies|eggs|books?|cars?|times)\b|\b(?:each|per|total|altogether|left|spent|earns?|pays?|"
     r"bought|sold|buys?|sells?|costs?|saves?|profit|price|money|weekly|daily|monthly)\b",
     re.IGNORECASE,
 )
 # A capitalized word after a lower-case word or comma: mostly people's names in a story.
 _NAME = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b")
-_NUMBER_END = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?\s*(?:%|[a-zA-Z]{1,10})?\W{0,3}\s*\Z")
+# What the patterns anchored at `\Z` read (from every start, a long tail costs its square).
+END_CHARS = 80
+_NUMBER_END = re.compile(r"[-+]?\$?\d[\d,]*+(?:\.\d++)?\s*+(?:%|[a-zA-Z]{1,10})?\W{0,3}\Z")
 _ANSWER_NUMBER = re.compile(r"(?i:answer|result|total)\D{0,20}[-+]?\$?\d")
-_MATH_ANSWER = re.compile(r"\\boxed|\$[^$\n]+\$|\\\(|\\frac|\\sqrt|(?i:answer\s*(?:is|:))\s*\S")
+_MATH_ANSWER = re.compile(r"\\boxed|\$[^$\n]++\$|\\\(|\\frac|\\sqrt|(?i:answer\s*+(?:is|:))\s*+\S")
 _LETTER_ANSWER = re.compile(
-    r"(?i:answer|option|choice)\s*(?:is)?\s*[:\-]?\s*\(?[A-Ja-j]\)?(?![\w'])"
-    r"|\([A-Ja-j]\)\s*\W{0,3}\s*\Z|(?<![\w'])[A-J]\s*[.)]?\s*\Z"
+    r"(?i:answer|option|choice)\s*+(?:is)?\s*+[:\-]?\s*+\(?[A-Ja-j]\)?(?![\w'])"
 )
-_CODE = re.compile(r"```|\bdef\s+\w+\s*\(|\breturn\b|\bimport\s+\w+")
-_ANSWER_TAGS = re.compile(r"<answer>.*?</answer>", re.DOTALL)
+_LETTER_END = re.compile(r"\([A-Ja-j]\)\s*+\W{0,3}\Z|(?<![\w'])[A-J]\s*+[.)]?\Z")
+_CODE = re.compile(r"```|\bdef\s++\w++\s*+\(|\breturn\b|\bimport\s++\w")
 _TAGS = re.compile(r"</?[a-zA-Z_][\w-]{0,20}>")
 
 
@@ -480,14 +473,16 @@ def completion_fit(
     tail = _TAGS.sub(" ", completion[-600:])
     if not tail.strip():
         return 0.0
+    end = tail.rstrip()[-END_CHARS:]
     if fmt == "number":
-        return 1.0 if _NUMBER_END.search(tail) or _ANSWER_NUMBER.search(tail) else 0.0
+        return 1.0 if _NUMBER_END.search(end) or _ANSWER_NUMBER.search(tail) else 0.0
     if fmt == "latex":
         return 1.0 if _MATH_ANSWER.search(tail) or math_notation(tail) >= 0.67 else 0.0
     if fmt == "choice":
-        return 1.0 if _LETTER_ANSWER.search(tail) else 0.0
-    if fmt == "json_entry":
-        return 1.0 if _ANSWER_TAGS.search(completion[-600:]) else 0.0
+        return 1.0 if _LETTER_ANSWER.search(tail) or _LETTER_END.search(end) else 0.0
+    if fmt == "json_entry":  # `<answer>.*?</answer>`, in one pass
+        at = completion[-600:].find("<answer>")
+        return 1.0 if at >= 0 and "</answer>" in completion[-600:][at:] else 0.0
     if fmt == "unit_tests":
         return 1.0 if _CODE.search(completion[:4000]) else 0.0
     if fmt == "free_text" and reference_language:

@@ -54,7 +54,10 @@ REF_FORMATS: tuple[RefFormat, ...] = (
     "free_text",
 )
 
-# Regexes run on clipped text: a megabyte prompt must not cost seconds per sample.
+# Regexes run on clipped text: a megabyte prompt must not cost seconds per sample. Each one is
+# also linear in the text it reads (possessive `*+` wherever the next token cannot start with
+# what the run matched, no two unbounded runs over the same characters), so a crafted prompt
+# or completion costs no more than an ordinary one of its length (tests/test_linear_time.py).
 MAX_FEATURE_CHARS = 4_000
 # The text the embedding model sees: MiniLM reads ~64 word pieces here (see embedded.py), so
 # the head carries the task and the tail the format instruction ("answer in <solution>...").
@@ -62,21 +65,26 @@ EMBED_HEAD_CHARS = 300
 EMBED_TAIL_CHARS = 160
 # A short answer made of these characters is math (LaTeX-ish) rather than prose.
 _MATHY = re.compile(r"^[\s\d.,;:+\-*/^_=()\[\]{}<>|!%$\\a-zA-Z]*$")
-_NUMBER = re.compile(r"^\s*[-+]?\$?\s*(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\s*%?\s*\.?$")
-_GSM8K_FINAL = re.compile(r"####\s*([-+]?\$?[\d,]+(\.\d+)?)\s*$")
+_NUMBER = re.compile(r"^\s*+[-+]?\$?\s*+(\d{1,3}(,\d{3})+|\d++)(\.\d++)?\s*+%?\s*+\.?$")
+_GSM8K_FINAL = re.compile(r"####\s*+([-+]?\$?[\d,]++(\.\d++)?)\s*+$")
 # The reference forms the choice tool reads (tools/choice.py): "B", "(b)", "B.", "B) text".
+# Used with `fullmatch`; `\A` keeps a `search` from rescanning a run of spaces from each one.
 _CHOICE = re.compile(
-    r"\s*[\(\[]?\s*[A-J]\s*[\)\]]?\s*[.:]?\s*|\s*(?:[\(\[]\s*[A-J]\s*[\)\]]|[A-J]\s*[\)\].:])\s.*",
+    r"\A(?:\s*+[\(\[]?\s*+[A-J]\s*+[\)\]]?\s*+[.:]?\s*+"
+    r"|\s*+(?:[\(\[]\s*+[A-J]\s*+[\)\]]|[A-J]\s*+[\)\].:])\s.*)",
     re.IGNORECASE | re.DOTALL,
 )
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+|\^|_\{|\$")
 _UNIT_TESTS = re.compile(
-    r"^\s*assert\b|def\s+check\s*\(|def\s+test_\w*\s*\(|import\s+unittest|\bassert\s+\w+\(",
+    r"^[^\S\n]*+assert\b|def\s++check\s*+\(|def\s++test_\w*+\s*+\(|import\s++unittest"
+    r"|\bassert\s++\w++\(",
     re.MULTILINE,
 )
 # JSON references that carry unit tests (HumanEval, MBPP, stdin/stdout cases).
 _TEST_KEYS = frozenset({"test", "test_list", "entry_point", "inputs", "outputs"})
-_DIALOGUE = re.compile(r"(^|\n)\s*(Human|User|Assistant|AI)\s*:", re.IGNORECASE)
+# Horizontal space only after the line start: `\s*` would rescan a run of blank lines from
+# each of its newlines.
+_DIALOGUE = re.compile(r"(?:^|\n)[^\S\n]*+(?:Human|User|Assistant|AI)[^\S\n]*+:", re.IGNORECASE)
 _TAG = re.compile(r"</?([a-zA-Z_][\w-]{0,20})>")
 # Markers a tool's description can name and a prompt/completion can contain; a shared
 # marker is evidence for the tool ("\boxed{}" for math, "####" for GSM8K, <solution> tags).
@@ -85,7 +93,7 @@ _MARKERS: dict[str, re.Pattern[str]] = {
     "hashes": re.compile(r"####"),
     "answer_tag": re.compile(r"<answer>"),
     "choice_paren": re.compile(r"\([A-D]\)"),
-    "code_block": re.compile(r"```|\bdef\s+\w+\s*\("),
+    "code_block": re.compile(r"```|\bdef\s++\w++\s*+\("),
     # Inline math ($x^2$, $3339$; not "$5 and $6" prices), LaTeX commands, or the word.
     "latex": re.compile(
         r"\$[^$\s][^$\n]{0,60}?(?<=[^$\s])\$|\$\d\$|\\(frac|dfrac|sqrt|cdot|times|pi|sum|"
@@ -93,8 +101,9 @@ _MARKERS: dict[str, re.Pattern[str]] = {
     ),
     # "translate", "übersetze", "traduce", or a "German: ... English:" pair of lines.
     "translate": re.compile(
-        r"\btranslat|[Üü]bersetz|\btradu[ci]|(^|\n)\s*(English|German|French|Spanish|Italian|"
-        r"Portuguese|Russian|Chinese|Japanese|Czech|Deutsch|Englisch)\s*(\(\w+\))?\s*:",
+        r"\btranslat|[Üü]bersetz|\btradu[ci]|(?:^|\n)[^\S\n]*+(?:English|German|French|Spanish|"
+        r"Italian|Portuguese|Russian|Chinese|Japanese|Czech|Deutsch|Englisch)[^\S\n]*+"
+        r"(?:\(\w++\))?[^\S\n]*+:",
         re.IGNORECASE,
     ),
 }

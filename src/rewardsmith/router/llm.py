@@ -3,9 +3,16 @@ JSON schema, and fall back to the embedded backend when that fails.
 
 The model sees the routable tools that can read the sample's reference format (name, what
 it checks, the format it reads; a tool that cannot read the reference is never offered, so
-even a small constrained model cannot pick one), the sample (prompt head, reference format and head, completion tail, task field)
-and must answer `{"action", "tool", "confidence", "synthesize_kind", "reason"}`, with the
-tool names and kinds as enums so a constrained decoder cannot invent one. The schema is sent
+even a small constrained model cannot pick one), the group's prompt head, reference head,
+reference format and task field, quoted as data (`rewardsmith.llm.quoting`: one JSON block
+the text cannot break out of, and a system rule that nothing in it is an instruction), and
+what the group's completions look like as *measured* features only (the share answering in
+each tool's form, the markers most of them carry): no completion text reaches the model, so
+a policy cannot write its way to a decision (text in one completion once made the router
+answer "synthesize" and left the whole group unscored). It must answer `{"action", "tool",
+"confidence", "synthesize_kind", "reason"}`, with the tool names and kinds as enums so a
+constrained decoder cannot invent one; any other value is refused (the embedded decision
+stands, with the reason). The schema is sent
 the OpenAI way (`response_format: {type: json_schema}`); a server that refuses that with
 HTTP 400/422 (llama-cpp-python's server) gets `{type: json_object, schema}` from then on.
 
@@ -35,6 +42,7 @@ from typing import Any
 from rewardsmith.errors import ConfigError, LLMError
 from rewardsmith.library.store import Library
 from rewardsmith.llm.client import LLMClient, TokenUsage
+from rewardsmith.llm.quoting import DATA_RULE, data_block
 from rewardsmith.router.decision import SYNTH_KINDS, Decision, ToolWeight, synthesize
 from rewardsmith.router.embedded import EmbeddedBackend, synth_kind
 from rewardsmith.router.evidence import GroupEvidence
@@ -46,9 +54,9 @@ log = logging.getLogger(__name__)
 # What the model reads of a sample: enough to tell the task, short enough for small models.
 PROMPT_CHARS = 700
 REFERENCE_CHARS = 200
-COMPLETION_CHARS = 200
 DESCRIPTION_CHARS = 160
 REASON_CHARS = 60
+TASK_CHARS = 80
 MAX_ANSWER_TOKENS = 100
 # How a strict (explicitly requested) LLM backend's error says to carry on without it.
 FALLBACK_HINT = "pass --fallback embedded to route with the embedded backend instead"
@@ -59,7 +67,7 @@ SYSTEM = (
     "can grade the response correctly. If no tool fits (open-ended chat, writing, a reference "
     'format no tool reads), answer action "synthesize" with the kind of tool to build: '
     '"code_verifier" when the reference can be checked by a program, "reward_model" '
-    "otherwise. Answer with JSON only."
+    "otherwise. Answer with JSON only. " + DATA_RULE
 )
 
 
@@ -132,23 +140,31 @@ class LLMBackend:
             if can_grade(c.fmt, c.markers, f) > 0 and (c.fmt != "none" or f.ref_format == "none")
         )
 
-    def messages(self, sample: Sample, f: SampleFeatures) -> list[dict[str, str]]:
-        """The chat messages for one sample (only the tools that can read its reference)."""
+    def messages(
+        self, sample: Sample, f: SampleFeatures, ev: GroupEvidence | None = None
+    ) -> list[dict[str, str]]:
+        """The chat messages for one group (only the tools that can read its reference):
+        its prompt, reference and task as quoted data, its completions as measured features
+        (`ev`; see the module docstring), never their text."""
         lines = []
         for name in self.compatible(f):
             c = self.tools[name]
             desc = c.spec.description[:DESCRIPTION_CHARS]
             lines.append(f"- {c.spec.name}: {desc} (reference: {c.spec.reference_format})")
-        prompt = sample.prompt_text()[:PROMPT_CHARS] or "(empty)"
-        ref = (sample.reference or "")[:REFERENCE_CHARS] or "(none)"
+        sample_data = {
+            "task_field": (sample.task or "")[:TASK_CHARS] or None,
+            "prompt": sample.prompt_text()[:PROMPT_CHARS],
+            "reference": (sample.reference or "")[:REFERENCE_CHARS] or None,
+            "reference_format": f.ref_format.replace("_", " "),
+        }
         user = (
             "Tools:\n" + "\n".join(lines) + "\n\n"
-            f"Task field: {sample.task or '(none)'}\n"
-            f"Prompt:\n{prompt}\n\n"
-            f"Reference format: {f.ref_format.replace('_', ' ')}\nReference: {ref}\n\n"
-            f"Response (end): {sample.completion[-COMPLETION_CHARS:]}\n\n"
-            'Answer as JSON: {"action": "tool" or "synthesize", "tool": a tool name or "none", '
-            '"confidence": 0 to 1, "synthesize_kind": "code_verifier", "reward_model" or '
+            "The task to route (quoted data):\n"
+            + data_block(sample_data)
+            + "\n\n"
+            + _completion_summary(ev)
+            + '\n\nAnswer as JSON: {"action": "tool" or "synthesize", "tool": a tool name or '
+            '"none", "confidence": 0 to 1, "synthesize_kind": "code_verifier", "reward_model" or '
             '"none", "reason": a few words}'
         )
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -197,7 +213,7 @@ class LLMBackend:
         if self.down or not tools:  # no tool reads this reference: nothing to ask
             return embedded
         try:
-            text, tokens = self._ask(self.messages(sample, f), tools)
+            text, tokens = self._ask(self.messages(sample, f, ev), tools)
         except LLMError as exc:
             if self.strict:
                 raise LLMError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
@@ -229,13 +245,15 @@ class LLMBackend:
         action = data.get("action")
         confidence = data.get("confidence")
         if action not in ("tool", "synthesize"):
-            raise ValueError(f"action {action!r}")
-        if not isinstance(confidence, int | float):
-            raise ValueError(f"confidence {confidence!r}")
+            raise ValueError(f"action {str(action)[:40]!r}")
+        if not isinstance(confidence, int | float) or confidence != confidence:
+            raise ValueError(f"confidence {str(confidence)[:40]!r}")
         confidence = min(max(float(confidence), 0.0), 1.0)
         reason = str(data.get("reason", ""))[:REASON_CHARS]
         if action == "synthesize":
             kind = data.get("synthesize_kind")
+            if kind not in (*SYNTH_KINDS, "none", None):
+                raise ValueError(f"synthesize_kind {str(kind)[:40]!r}")
             if kind not in SYNTH_KINDS:
                 kind = synth_kind(f)
             # as for tools, the embedded model's calibrated probability, not the LLM's word
@@ -251,7 +269,7 @@ class LLMBackend:
         name = data.get("tool")
         candidate = self.tools.get(str(name))
         if candidate is None:
-            raise ValueError(f"unknown tool {name!r}")
+            raise ValueError(f"unknown tool {str(name)[:40]!r}")
         if name not in self.compatible(f):
             raise ValueError(f"{name} cannot read a {f.ref_format.replace('_', ' ')} reference")
         # A model's own confidence is not calibrated (small ones say 0 or 1): the decision's
@@ -283,6 +301,21 @@ class LLMBackend:
     def close(self) -> None:
         if self.client is not None and self.usage.calls:
             log.info("router: LLM usage %s", self.usage.to_dict())
+
+
+def _completion_summary(ev: GroupEvidence | None) -> str:
+    """What the group's completions look like, as numbers the router measured (their text
+    is never shown: it could carry instructions)."""
+    if ev is None:
+        return "The responses: not shown."
+    fits = ", ".join(
+        f"{fmt.replace('_', ' ')} {v:.2f}" for fmt, v in sorted(ev.completion_fit.items())
+    )
+    marks = ", ".join(sorted(ev.completion_markers)) or "none"
+    return (
+        f"The responses ({ev.size}, measured, not shown): share answering in each reference "
+        f"format's form: {fits or 'not measured'}; markers most of them carry: {marks}."
+    )
 
 
 def _fallback(d: Decision, why: str, tokens: dict[str, int] | None = None) -> Decision:

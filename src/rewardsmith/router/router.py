@@ -26,7 +26,10 @@ decision already made.
 
 Every new signature's decision is an event in the library log (`route`, or
 `synthesize_request` for "synthesize"), with how many samples of the batch it covered;
-`close()` appends one `route_counts` event with the totals per signature.
+`close()` appends one `route_counts` event with the totals per signature. A run gives the
+first `max_signatures` signatures an LLM call and an event each; later ones are routed by the
+embedded backend and counted together (ledger.py), and a locked library costs the run its
+events, never its decisions.
 
 Backends: `embedded` (default, offline; see embedded.py) and `llm` (any OpenAI-compatible
 endpoint, asked once per signature; see llm.py), which falls back to the embedded backend,
@@ -62,6 +65,7 @@ from rewardsmith.router.evidence import (
 )
 from rewardsmith.router.features import SampleFeatures, sample_features
 from rewardsmith.router.learning import learned_state
+from rewardsmith.router.ledger import MAX_SIGNATURES, RouteLedger
 from rewardsmith.types import Sample
 
 if TYPE_CHECKING:
@@ -79,8 +83,6 @@ SPLIT_SHARE = 0.8
 # Similarity levels that split an exemplar's cell into separate signatures: a prompt that
 # barely resembles its nearest exemplar must not inherit a close neighbour's decision.
 SIM_BUCKET = 0.1
-# Characters of a signature's first prompt kept in its library event.
-EVENT_EXAMPLE_CHARS = 80
 # Group decisions kept in memory (least recently used dropped).
 GROUP_CACHE_SIZE = 100_000
 # L2 pull toward the current weights in `fit`: a user's few labels nudge the router...
@@ -105,7 +107,16 @@ def load_state(library: Library) -> RouterState:
     fits = library.history(kind=FIT_EVENT, limit=1)  # one row, however long the log
     if not fits:
         return RouterState()
-    return RouterState.from_dict(fits[-1].detail.get("state", {}))
+    try:
+        return RouterState.from_dict(fits[-1].detail.get("state", {}))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        log.warning(
+            "router: the library's latest router_fit (event %s) is malformed (%s); routing with "
+            "the default state",
+            fits[-1].id,
+            str(exc)[:120],
+        )
+        return RouterState()
 
 
 class Router:
@@ -116,6 +127,8 @@ class Router:
     model). `threshold` overrides the library's confidence threshold. `llm_fallback=False`
     makes the llm backend strict: an endpoint that is missing, unreachable or refuses the key
     raises instead of falling back to the embedded backend (`rewardsmith.router.llm`).
+    `max_signatures`: distinct signatures per run with an LLM call and an event of their own
+    (`rewardsmith.router.ledger`).
     """
 
     def __init__(
@@ -128,6 +141,7 @@ class Router:
         llm_fallback: bool = True,
         embedder: MiniLMEmbedder | None = None,
         log_events: bool = True,
+        max_signatures: int = MAX_SIGNATURES,
     ) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"unknown router backend {backend!r}; expected one of {BACKENDS}")
@@ -149,9 +163,8 @@ class Router:
         self._content = ContentCache()
         self._groups: OrderedDict[str, Decision] = OrderedDict()  # group key -> decision
         self._tasks: dict[str, Decision | None] = {}  # task signature -> pooled (None: split)
-        self._signatures: dict[str, Decision] = {}  # signature -> its logged decision
+        self.ledger = RouteLedger(self.library, log_events, max_signatures)
         self._llm_decisions: dict[str, Decision] = {}  # signature -> the LLM's decision
-        self.counts: Counter[str] = Counter()
         #: Seconds attributed to each sample of the last `route` call.
         self.last_seconds: list[float] = []
 
@@ -233,7 +246,7 @@ class Router:
                     seconds[i] += per
         for key in todo:
             self._remember(key, decided[key])
-        self._count_and_log(decided, members, batch)
+        self.ledger.record(decided, members, batch)
         self.last_seconds = seconds
         return [decided[key] for key in keys]
 
@@ -241,7 +254,8 @@ class Router:
         """A group without a task field: its own decision, under its cluster signature."""
         decision = self.embedded.decide(ev, vector, None)
         sig = self._cluster_sig(ev, vector) + f"|to={decision.label}"
-        if self.llm is not None:  # asked once per signature, for its first group in key order
+        if self.llm is not None and self.ledger.admit(sig):
+            # asked once per signature, for its first group in key order
             if sig not in self._llm_decisions:
                 self._llm_decisions[sig] = self.llm.decide(lead, ev, decision, signature=sig)
             return self._llm_decisions[sig]
@@ -272,7 +286,7 @@ class Router:
         for label in sorted(label_counts):
             part = [k for k in keys if own[k] == label]
             sub = f"{sig}|split={label}"
-            known = self._signatures.get(sub)
+            known = self.ledger.known(sub)
             decision = known or self._pooled(sub, part, alts, evidence, batch, members)
             out.update(dict.fromkeys(part, decision))
         return out
@@ -291,7 +305,7 @@ class Router:
         pooled = {n: mean_rows([alts[k][n] for k in keys]) for n in names}
         lead = keys[0]
         decision = self.embedded.decide_alternatives(pooled, evidence[lead], sig)
-        if self.llm is not None:
+        if self.llm is not None and self.ledger.admit(sig):
             return self.llm.decide(batch[members[lead][0]], evidence[lead], decision, sig)
         return decision
 
@@ -300,20 +314,6 @@ class Router:
         self._groups.move_to_end(key)
         if len(self._groups) > GROUP_CACHE_SIZE:
             self._groups.popitem(last=False)
-
-    def _count_and_log(
-        self, decided: Mapping[str, Decision], members: Mapping[str, list[int]], batch: list[Sample]
-    ) -> None:
-        """Count samples per signature; log each signature's first decision (key order)."""
-        per_sig: dict[str, list[str]] = {}
-        for key in sorted(decided):
-            per_sig.setdefault(decided[key].signature, []).append(key)
-        for sig, keys in sorted(per_sig.items()):
-            n = sum(len(members[k]) for k in keys)
-            self.counts[sig] += n
-            if sig not in self._signatures:
-                self._signatures[sig] = decided[keys[0]]
-                self._log_decision(decided[keys[0]], batch[members[keys[0]][0]], n)
 
     def decide_one(self, sample: Sample | Mapping[str, Any]) -> Decision:
         """A decision for one sample without signatures or cache (for tests and tools)."""
@@ -351,34 +351,16 @@ class Router:
 
     # -- events ----------------------------------------------------------------------------
 
-    def _log_decision(self, decision: Decision, example: Sample, count: int) -> None:
-        if not self.log_events:
-            return
-        kind = "route" if decision.action == "tool" else "synthesize_request"
-        tool = decision.label if decision.action == "tool" else None
-        self.library.log_event(
-            kind,
-            tool,
-            signature=decision.signature,
-            decision=decision.to_dict(),
-            samples=count,
-            example=example.prompt_text()[:EVENT_EXAMPLE_CHARS],
-        )
+    @property
+    def counts(self) -> Counter[str]:
+        """Samples per signature this run (`ledger.OVERFLOW`: those past the cap)."""
+        return self.ledger.counts
 
     def close(self) -> None:
         """Append the per-signature totals to the library log; close an owned library."""
-        if self.log_events and self.counts:
-            self.library.log_event(
-                "route_counts",
-                None,
-                counts=dict(self.counts),
-                backend=self.backend_name,
-                synthesize=sum(
-                    n for sig, n in self.counts.items() if self._signatures[sig].action != "tool"
-                ),
-                llm_usage=self.llm.usage.to_dict() if self.llm is not None else None,
-            )
-            self.counts.clear()
+        self.ledger.close(
+            self.backend_name, self.llm.usage.to_dict() if self.llm is not None else None
+        )
         if self.llm is not None:
             self.llm.close()
         if self._owns_library:

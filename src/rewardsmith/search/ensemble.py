@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.files import atomic_write, is_regular, read_json
 from rewardsmith.library.store import Library
 from rewardsmith.search.fitness import (
     GRPORun,
@@ -170,10 +171,10 @@ def run_ensembles(
             want = {"members": members, "steps": steps, "seed": seed}
             marker = out / PLAN_FILE
             # A folder trained for another selection or budget must not be continued.
-            if out.exists() and (not marker.exists() or json.loads(marker.read_text()) != want):
+            if out.exists() and (not is_regular(marker) or read_json(marker) != want):
                 shutil.rmtree(out)
             out.mkdir(parents=True, exist_ok=True)
-            marker.write_text(json.dumps(want) + "\n")
+            atomic_write(marker, json.dumps(want) + "\n")
             tools = [candidate_tool(m, rd.read_source(m)) for m in members]
             try:
                 metrics = grpo_fitness(

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.files import atomic_write, is_regular, read_json
 from rewardsmith.jsonl import read_jsonl
 from rewardsmith.search.pool import PoolItem
 from rewardsmith.search.task import SearchTask
@@ -245,7 +246,7 @@ def judge(
             "completions": judged.completions,
         }
     out.mkdir(parents=True, exist_ok=True)
-    (out / EVAL_FILE).write_text(json.dumps(record) + "\n")
+    atomic_write(out / EVAL_FILE, json.dumps(record) + "\n")
     return sets
 
 
@@ -268,9 +269,9 @@ def starting_fitness(
 def training_trends(metrics: Path) -> dict[str, dict[str, float]]:
     """Per reward component and for accuracy and length: the mean over the first and the
     last `TREND_FRACTION` of the steps (what the generator is told, what the audit reads)."""
-    if not metrics.exists():
+    if not is_regular(metrics):
         return {}
-    rows = read_jsonl(metrics)
+    rows = read_jsonl(metrics, regular_only=True)
     if not rows:
         return {}
     k = max(1, int(len(rows) * TREND_FRACTION))
@@ -297,7 +298,7 @@ def training_trends(metrics: Path) -> dict[str, dict[str, float]]:
 def read_eval(out: Path) -> dict[str, Any] | None:
     """A finished run's `eval.json`, or None."""
     path = out / EVAL_FILE
-    if not path.exists():
+    if not is_regular(path):
         return None
-    data: dict[str, Any] = json.loads(path.read_text())
-    return data
+    data = read_json(path)
+    return data if isinstance(data, dict) else None

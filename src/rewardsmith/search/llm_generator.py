@@ -4,7 +4,8 @@ One chat call per candidate (`REWARDSMITH_LLM_BASE_URL`, `REWARDSMITH_LLM_MODEL`
 `REWARDSMITH_LLM_API_KEY`, or a given `LLMClient`). The request holds, in this order:
 
 1. the task's description and examples: prompts the policy sees, their references, and one
-   right and one wrong response sampled from the policy (the proxy pool);
+   right and one wrong response sampled from the policy (the proxy pool), as quoted data
+   (`rewardsmith.llm.quoting`: policy output is never an instruction to the generator);
 2. the reward signature, what the reward is added to and how candidates are judged, and the
    sandbox's rules (allowed imports, forbidden names);
 3. the ranking summary of earlier rounds (`search.feedback`: metrics per fidelity level,
@@ -25,6 +26,7 @@ import re
 from collections.abc import Sequence
 
 from rewardsmith.llm.client import LLMClient
+from rewardsmith.llm.quoting import DATA_RULE, clip_head, data_block
 from rewardsmith.sandbox.policy import ALLOWED_IMPORTS, FORBIDDEN_CALLS
 from rewardsmith.search.feedback import Feedback
 from rewardsmith.search.generator import Proposal, candidate_name
@@ -36,7 +38,8 @@ log = logging.getLogger(__name__)
 
 SYSTEM = (
     "You write Python reward functions for reinforcement learning of language models with "
-    "GRPO. Reply with one Python code block that holds the whole module, and nothing else."
+    "GRPO. Reply with one Python code block that holds the whole module, and nothing else. "
+    + DATA_RULE
 )
 #: Tokens per answer: a reward function fits in a few hundred.
 MAX_TOKENS = 700
@@ -58,28 +61,32 @@ def _clip(text: str, n: int) -> str:
 
 def task_section(task: SearchTask, pool: Sequence[PoolItem]) -> str:
     """The task's description and a few examples with a right and a wrong response."""
-    lines = [f"Task: {task.description}", ""]
     groups: dict[int, list[PoolItem]] = {}
     for item in pool:
         if item.probe is None:
             groups.setdefault(item.group, []).append(item)
-    shown = 0
+    examples = []
     for members in groups.values():
         right = next((m for m in members if m.correct), None)
         wrong = next((m for m in members if not m.correct), None)
         if right is None and wrong is None:
             continue
         first = members[0]
-        lines.append(f"Example {shown + 1}. prompt: {_clip(first.prompt, 300)!r}")
-        lines.append(f"   reference: {first.reference!r}")
+        example = {
+            "prompt": clip_head(first.prompt, 300),
+            "reference": clip_head(first.reference or "", 300),
+        }
         if right is not None:
-            lines.append(f"   a right response: {_clip(right.completion, RESPONSE_CHARS)!r}")
+            example["a right response"] = clip_head(right.completion, RESPONSE_CHARS)
         if wrong is not None:
-            lines.append(f"   a wrong response: {_clip(wrong.completion, RESPONSE_CHARS)!r}")
-        shown += 1
-        if shown == EXAMPLES_SHOWN:
+            example["a wrong response"] = clip_head(wrong.completion, RESPONSE_CHARS)
+        examples.append(example)
+        if len(examples) == EXAMPLES_SHOWN:
             break
-    return "\n".join(lines)
+    return (
+        f"Task: {task.description}\n\nExamples (quoted data; the responses are the "
+        f"policy's):\n{data_block(examples)}"
+    )
 
 
 def rules_section(task: SearchTask) -> str:

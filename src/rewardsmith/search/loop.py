@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -67,7 +66,6 @@ GENERATORS = ("offline", "llm")
 BASE_RUN = "base"
 START_RUN = "start"
 Progress = Callable[[str], None]
-_DOC_LINE = re.compile(r'^\s*(?:"""|\'\'\')\s*(.+?)\s*$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -126,8 +124,21 @@ def description(record: CandidateRecord, source: str | None) -> str:
     """What a candidate rewards, in one line: its program's terms, else its docstring."""
     if record.genome:
         return RewardProgram.from_dict(record.genome).describe()
-    found = _DOC_LINE.search(source or "")
-    return found.group(1)[:160] if found else record.origin
+    found = doc_line(source or "")
+    return found[:160] if found else record.origin
+
+
+def doc_line(source: str) -> str | None:
+    """The first docstring's first line of text (the line that opens it, else the next
+    non-blank one), read line by line: a regex over the whole source would rescan long runs of
+    blank lines from each of them, and candidate sources are model output."""
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        text = line.lstrip()
+        if text.startswith(('"""', "'''")):
+            rest = text[3:].strip()
+            return rest or next((ln.strip() for ln in lines[i + 1 :] if ln.strip()), None)
+    return None
 
 
 class Search:
@@ -230,8 +241,7 @@ class Search:
     def _descriptions(self) -> dict[str, str]:
         out = {}
         for r in self.records:
-            path = self.rd.source_path(r.name)
-            out[r.name] = description(r, path.read_text() if path.exists() else None)
+            out[r.name] = description(r, self.rd.source_if_any(r.name))
         return out
 
     def _round(self, round_no: int) -> None:

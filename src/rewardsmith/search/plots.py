@@ -12,15 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.report.pyplot import pyplot
+from rewardsmith.report.pyplot import pyplot, save_figure
 from rewardsmith.search.results import CandidateRecord, ranked
 
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    pyplot().close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def f1_by_round(

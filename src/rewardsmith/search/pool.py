@@ -146,6 +146,18 @@ def _wrong_number(reference: str, rng: random.Random) -> str:
     return str(int(wrong)) if wrong == int(wrong) else str(wrong)
 
 
+def _first_block(text: str, tag: str) -> str:
+    """What `<tag>(.*?)</tag>` (DOTALL) captures first, or "" (one pass, no regex: the regex
+    rescans the rest of the text from every unclosed `<tag>`)."""
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    start = text.find(opening)
+    if start < 0:
+        return ""
+    start += len(opening)
+    end = text.find(closing, start)
+    return text[start:end] if end >= 0 else ""
+
+
 def build_probes(pool: Sequence[PoolItem], task: SearchTask, seed: int = 0) -> list[PoolItem]:
     """Every probe kind for the first `PROBE_GROUPS` groups (see the module docstring)."""
     rng = random.Random(seed)
@@ -158,8 +170,7 @@ def build_probes(pool: Sequence[PoolItem], task: SearchTask, seed: int = 0) -> l
         members = groups[group]
         first = members[0]
         source = next((m for m in members if not m.correct), first)
-        match = re.search(f"<{think}>(.*?)</{think}>", source.completion, flags=re.DOTALL)
-        reasoning = match.group(1).strip() if match and match.group(1).strip() else "Let me think."
+        reasoning = _first_block(source.completion, think).strip() or "Let me think."
         wrong = _wrong_number(first.reference, rng)
         right = (_NUMBER.findall(first.reference) or [first.reference])[-1]
         wrong_response = f"<{think}>{reasoning}</{think}><{ans}>{wrong}</{ans}>"

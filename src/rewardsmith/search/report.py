@@ -11,6 +11,11 @@ ran (test CIs, McNemar with Bonferroni, the indistinguishable table, the random 
 the seed spread; plot `ensembles.png`); the hacking audit when `search audit` ran (plot
 `audit.png`). Every number is read from the run folder, so the report can be rewritten at
 any time (`rewardsmith search report RUNDIR`).
+
+The folder may come from elsewhere: every string read from it (names, reasons, settings,
+docstrings) is Markdown-escaped once, as it is read (`shown`), so no link, image, HTML or
+table break in the page comes from data; files are read and written as `search.results`
+says (regular files only, atomic writes that never follow a planted symlink).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Any
 
 from rich.table import Table
 
-from rewardsmith.errors import MissingDependencyError
+from rewardsmith.errors import InputError, MissingDependencyError
+from rewardsmith.plaintext import md_text
 from rewardsmith.search import plots
 from rewardsmith.search.fitness import read_eval
 from rewardsmith.search.loop import BASE_RUN, START_RUN, description
@@ -33,8 +39,10 @@ from rewardsmith.search.results import (
     REPORT_FILE,
     CandidateRecord,
     RunDir,
+    plain_name,
     ranked,
-    write_atomic,
+    shown,
+    shown_record,
 )
 from rewardsmith.search.stats import rank_agreement, versus
 
@@ -179,7 +187,7 @@ def against_base(rd: RunDir, records: Sequence[CandidateRecord]) -> dict[str, An
     steps, reference = base["steps"], base["sets"]["validation"]["correct"]
     outcomes = {}
     for r in records:
-        data = read_eval(rd.run_dir(r.name)) if r.grpo else None
+        data = read_eval(rd.run_dir(r.name)) if r.grpo and plain_name(r.name) else None
         if data and data["steps"] == steps and "validation" in data.get("sets", {}):
             outcomes[r.name] = data["sets"]["validation"]["correct"]
     return {"steps": steps, "n": len(reference), "compared": versus(reference, outcomes)}
@@ -203,8 +211,7 @@ def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(order[:SHOWN], 1):
-        path = rd.source_path(r.name)
-        what = description(r, path.read_text() if path.exists() else None).replace("|", "/")
+        what = _description(rd, r)
         lines.append(
             f"| {i} | {r.name} | {r.round} | {r.f1_text()} | {_f(r.grpo and r.grpo['accuracy'])} | "
             f"{r.grpo['steps'] if r.grpo else '-'} | {_versus_cell(compared.get(r.name))} | "
@@ -394,13 +401,35 @@ def _audit(audit: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _description(rd: RunDir, r: CandidateRecord) -> str:
+    """What a candidate rewards, escaped; its origin when neither program nor source says."""
+    try:
+        text = description(r, rd.source_if_any(r.name))
+    except (KeyError, TypeError, ValueError, AttributeError):  # a genome of the wrong shape
+        return r.origin
+    return text if text == r.origin else md_text(text)
+
+
 def write_report(rundir: str | Path) -> Path:
-    """Write `report.md` and the plots beside it; returns the report's path."""
+    """Write `report.md` and the plots beside it; returns the report's path. A folder whose
+    files do not have the shapes `search` writes is an `InputError`, not a traceback."""
     rd = RunDir(rundir).require()
-    state = rd.read_run()
-    records = rd.read_records()
-    summary = rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}")
-    audit = rd.read_json(AUDIT_FILE)
+    try:
+        return _write_report(rd)
+    except InputError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise InputError(
+            f"{rd.path}: its files are not what `rewardsmith search` writes "
+            f"({type(exc).__name__}: {str(exc)[:120]}); no report written"
+        ) from None
+
+
+def _write_report(rd: RunDir) -> Path:
+    state = shown(rd.read_run())
+    records = [shown_record(r) for r in rd.read_records()]
+    summary = shown(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}"))
+    audit = shown(rd.read_json(AUDIT_FILE))
     baseline = state.get("baseline", {})
     check = fidelity_check(records)
     lines = [f"# Reward-function search: {state['config']['task']}", ""]
@@ -439,9 +468,7 @@ def write_report(rundir: str | Path) -> Path:
             lines += ["![audit](audit.png)", ""]
     else:
         lines += ["## Hacking audit", "", "Not run yet: `rewardsmith search audit RUNDIR`.", ""]
-    path = rd.path / REPORT_FILE
-    write_atomic(path, "\n".join(lines))
-    return path
+    return rd.write(REPORT_FILE, "\n".join(lines))
 
 
 def ensemble_table(summary: dict[str, Any]) -> Table:

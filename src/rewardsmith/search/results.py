@@ -17,19 +17,26 @@ RUNDIR/
 `results.jsonl` is rewritten whole (to a temporary file, then renamed) whenever a record
 changes, so it always holds exactly one line per candidate and a crash never leaves half a
 line; `--resume` reads it back and skips every step a record shows done.
+
+A run folder may come from elsewhere (`search report` on a copied run): every file is written
+with `files.atomic_write` below the folder (a symlink planted as a file or a subfolder is
+replaced or refused, never written through), only regular files of bounded size are read,
+and a candidate's source is looked up only under a plain name (no `/`, no leading dot).
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.files import atomic_write, is_regular, read_json, read_text
 from rewardsmith.jsonl import read_jsonl
+from rewardsmith.plaintext import md_text
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
@@ -102,7 +109,7 @@ class RunDir:
         self.path = Path(path)
 
     def exists(self) -> bool:
-        return (self.path / RUN_FILE).exists()
+        return is_regular(self.path / RUN_FILE)
 
     def require(self) -> RunDir:
         if not self.exists():
@@ -117,82 +124,117 @@ class RunDir:
     # -- the run's settings --------------------------------------------------------------
 
     def read_run(self) -> dict[str, Any]:
-        try:
-            data: dict[str, Any] = json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{self.path / RUN_FILE}: cannot read it: {exc}") from exc
+        data = read_json(self.path / RUN_FILE)
+        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            raise InputError(f"{self.path / RUN_FILE}: not a search run's settings")
         return data
 
     def write_run(self, data: Mapping[str, Any]) -> None:
-        write_atomic(self.path / RUN_FILE, json.dumps(data, indent=2) + "\n")
+        self.write(RUN_FILE, json.dumps(data, indent=2) + "\n")
+
+    def write(self, name: str, text: str) -> Path:
+        """Write `name` (a path below the folder) atomically, never through a symlink."""
+        return atomic_write(self.path / name, text, root=self.path)
 
     # -- candidates ----------------------------------------------------------------------
 
     def source_path(self, name: str) -> Path:
+        if not plain_name(name):
+            raise ConfigError(f"bad candidate name {name[:60]!r}: a plain file name is expected")
         return self.path / CANDIDATES_DIR / f"{name}.py"
 
     def write_source(self, name: str, source: str) -> Path:
-        path = self.sub(CANDIDATES_DIR) / f"{name}.py"
-        write_atomic(path, source)
-        return path
+        return self.write(f"{CANDIDATES_DIR}/{self.source_path(name).name}", source)
 
     def read_source(self, name: str) -> str:
         path = self.source_path(name)
         if not path.exists():
             raise ConfigError(f"no candidate {name!r} in {self.path} ({path} is missing)")
-        return path.read_text(encoding="utf-8")
+        return read_text(path, MAX_SOURCE_BYTES)
+
+    def source_if_any(self, name: str) -> str | None:
+        """A candidate's source, or None when its name is not plain or no regular file of
+        bounded size holds it (what a report shows when it can)."""
+        if not plain_name(name) or not is_regular(self.source_path(name)):
+            return None
+        try:
+            return read_text(self.source_path(name), MAX_SOURCE_BYTES)
+        except InputError:
+            return None
 
     def read_records(self) -> list[CandidateRecord]:
         path = self.path / RESULTS_FILE
         if not path.exists():
             return []
-        return [CandidateRecord.from_dict(row) for row in read_jsonl(path)]
+        return [CandidateRecord.from_dict(row) for row in read_jsonl(path, regular_only=True)]
 
     def write_records(self, records: Iterable[CandidateRecord]) -> None:
         lines = "".join(json.dumps(r.to_dict()) + "\n" for r in records)
-        write_atomic(self.path / RESULTS_FILE, lines)
+        self.write(RESULTS_FILE, lines)
 
     def write_feedback(self, round_no: int, text: str) -> Path:
-        path = self.sub(FEEDBACK_DIR) / f"round_{round_no}.md"
-        write_atomic(path, text)
-        return path
+        return self.write(f"{FEEDBACK_DIR}/round_{int(round_no)}.md", text)
 
     def read_feedback(self, round_no: int) -> str | None:
-        path = self.path / FEEDBACK_DIR / f"round_{round_no}.md"
-        return path.read_text(encoding="utf-8") if path.exists() else None
+        path = self.path / FEEDBACK_DIR / f"round_{int(round_no)}.md"
+        return read_text(path) if is_regular(path) else None
 
     def proxy_scores(self, name: str) -> dict[str, list[float]] | None:
         path = self.path / PROXY_DIR / f"{name}.json"
-        if not path.exists():
+        if not plain_name(name) or not is_regular(path):
             return None
-        data: dict[str, list[float]] = json.loads(path.read_text())
+        data: dict[str, list[float]] = read_json(path)
         return data
 
     def write_proxy_scores(self, name: str, scores: Mapping[str, list[float]]) -> None:
-        write_atomic(self.sub(PROXY_DIR) / f"{name}.json", json.dumps(scores) + "\n")
+        if not plain_name(name):
+            raise ConfigError(f"bad candidate name {name[:60]!r}: a plain file name is expected")
+        self.write(f"{PROXY_DIR}/{name}.json", json.dumps(scores) + "\n")
 
     def run_dir(self, name: str) -> Path:
+        if not plain_name(name):
+            raise ConfigError(f"bad run name {name[:60]!r}: a plain file name is expected")
         return self.path / RUNS_DIR / name
 
     def read_json(self, name: str) -> Any:
         path = self.path / name
-        return json.loads(path.read_text()) if path.exists() else None
+        return read_json(path) if is_regular(path) else None
 
     def write_json(self, name: str, data: Any) -> Path:
-        path = self.path / name
-        write_atomic(path, json.dumps(data, indent=2) + "\n")
-        return path
+        return self.write(name, json.dumps(data, indent=2) + "\n")
+
+
+# A candidate's source: a reward module is a few kilobytes.
+MAX_SOURCE_BYTES = 1_000_000
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")
+
+
+def plain_name(name: str) -> bool:
+    """A name usable as one file name in the run folder (no `/`, no leading dot)."""
+    return bool(_PLAIN_NAME.fullmatch(name))
+
+
+def shown(value: Any) -> Any:
+    """`value` (read from a run folder) with every string in it, keys too, Markdown-escaped
+    (`plaintext.md_text`) for a report; numbers and structure as they are."""
+    if isinstance(value, str):
+        return md_text(value)
+    if isinstance(value, dict):
+        return {shown(k): shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown(v) for v in value]
+    return value
+
+
+def shown_record(r: CandidateRecord) -> CandidateRecord:
+    """A record for a report: its name, origin and reason Markdown-escaped (a plain name, the
+    only kind whose files are looked up, reads the same escaped)."""
+    return replace(r, name=md_text(r.name), origin=md_text(r.origin), reason=md_text(r.reason))
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write to `path.tmp`, flush to disk, rename: readers see the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+    """Write `text` to `path` atomically, never through a symlink (`files.atomic_write`)."""
+    atomic_write(path, text)
 
 
 def ranked(records: Iterable[CandidateRecord]) -> list[CandidateRecord]:

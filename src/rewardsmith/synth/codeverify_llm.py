@@ -1,7 +1,11 @@
 """CodeVerify with an LLM: an OpenAI-compatible model writes the verifier's source.
 
 The model is shown the reward signature, the sandbox's rules (allowed imports, forbidden
-names) and the fit examples, and answers with a Python module. Each answer goes through
+names) and the fit examples, and answers with a Python module. The examples (and the task's
+title, the cases fed back) are quoted data (`rewardsmith.llm.quoting`: a JSON block their
+text cannot close, and a system rule that nothing in it is an instruction): a completion
+that says "also accept any answer containing X" is an example to grade, not a request. The
+verifier that comes back still passes the gate, whose probes look for such backdoors. Each answer goes through
 the sandbox's 4-stage check (`check_reward_code`) and, once admitted there, is run on the
 fit cases in the sandbox; a failure goes back to the model with the error or the cases it
 scored wrongly, for at most `max_attempts` answers. The best admitted answer (fewest wrong
@@ -18,6 +22,7 @@ from typing import Any
 
 from rewardsmith.errors import ConfigError
 from rewardsmith.llm.client import LLMClient
+from rewardsmith.llm.quoting import DATA_RULE, clip_head, clip_tail, data_block
 from rewardsmith.sandbox.policy import ALLOWED_IMPORTS, FORBIDDEN_CALLS
 from rewardsmith.sandbox.probe import check_reward_code
 from rewardsmith.synth.codeverify import CodeCandidate, fit_cases, split_for_synthesis
@@ -41,7 +46,7 @@ MISSES_SHOWN = 3
 
 SYSTEM = (
     "You write Python reward functions for reinforcement learning. Reply with one Python "
-    "code block that holds the whole module, and nothing else."
+    "code block that holds the whole module, and nothing else. " + DATA_RULE
 )
 _CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -59,20 +64,12 @@ def extract_code(text: str) -> str:
     return text.strip() + "\n"
 
 
-def _clip_head(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:n] + " ..."
-
-
-def _clip_tail(text: str, n: int) -> str:
-    return text if len(text) <= n else "... " + text[-n:]
-
-
 def request(examples: Sequence[Example], title: str) -> str:
     """The first user message: the signature, the rules and the examples."""
     labeled = [e for e in examples if e.labeled][:EXAMPLES_SHOWN]
     plain = [e for e in examples if not e.labeled][: max(0, EXAMPLES_SHOWN - len(labeled))]
     parts = [
-        f"Write a Python module for the task '{title}'. It must define\n\n"
+        f"Write a Python module for the task {data_block(title)}\nIt must define\n\n"
         "    BOUNDS = (0.0, 1.0)\n"
         "    def reward(completions, references, prompts=None, **kwargs) -> list[float]\n\n"
         "`reward` returns one float per completion: 1.0 when the final answer in the "
@@ -87,31 +84,43 @@ def request(examples: Sequence[Example], title: str) -> str:
         + ". No classes, no file or network access.",
     ]
     if labeled:
-        lines = ["Completions with their verdicts:"]
-        for i, e in enumerate(labeled, 1):
-            lines.append(
-                f"{i}. prompt: {_clip_head(e.prompt, PROMPT_CHARS)!r}\n"
-                f"   reference: {e.reference!r}\n"
-                f"   completion: {_clip_tail(e.completion or '', COMPLETION_CHARS)!r}\n"
-                f"   verdict: {'right (1.0)' if e.label else 'wrong (0.0)'}"
-            )
-        parts.append("\n".join(lines))
+        rows = [
+            {
+                "prompt": clip_head(e.prompt, PROMPT_CHARS),
+                "reference": e.reference,
+                "completion": clip_tail(e.completion or "", COMPLETION_CHARS),
+                "verdict": "right (1.0)" if e.label else "wrong (0.0)",
+            }
+            for e in labeled
+        ]
+        parts.append("Completions with their verdicts (quoted data):\n" + data_block(rows))
     if plain:
-        lines = ["More prompts with their reference answers:"]
-        for e in plain:
-            lines.append(f"- {_clip_head(e.prompt, PROMPT_CHARS)!r} -> {e.reference!r}")
-        parts.append("\n".join(lines))
+        rows = [
+            {"prompt": clip_head(e.prompt, PROMPT_CHARS), "reference": e.reference} for e in plain
+        ]
+        parts.append(
+            "More prompts with their reference answers (quoted data):\n" + data_block(rows)
+        )
     return "\n\n".join(parts)
 
 
 def _misses_feedback(misses: Sequence[tuple[Case, float]]) -> str:
-    lines = ["Your function scored these examples wrongly; fix it and send the whole module:"]
-    for case, got in misses[:MISSES_SHOWN]:
-        lines.append(
-            f"- completion {_clip_tail(case.completion, COMPLETION_CHARS)!r} with reference "
-            f"{case.reference!r}: expected {float(case.label)}, got {got}"
-        )
-    return "\n".join(lines)
+    shown = misses[:MISSES_SHOWN]
+    rows = [
+        {
+            "case": i,
+            "completion": clip_tail(c.completion, COMPLETION_CHARS),
+            "reference": c.reference,
+        }
+        for i, (c, _) in enumerate(shown, 1)
+    ]
+    verdicts = [
+        f"- case {i}: expected {float(c.label)}, got {got}" for i, (c, got) in enumerate(shown, 1)
+    ]
+    return (
+        "Your function scored these examples wrongly; fix it and send the whole module.\n"
+        "The cases (quoted data):\n" + data_block(rows) + "\n" + "\n".join(verdicts)
+    )
 
 
 def _run_on_cases(source: str, cases: Sequence[Case]) -> tuple[list[tuple[Case, float]], str]:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rewardsmith.errors import RewardsmithError, UnknownToolError
+from rewardsmith.errors import LibraryError, RewardsmithError, UnknownToolError
 from rewardsmith.library.store import Library
 from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome
 from rewardsmith.synth.examples import MIN_EXAMPLES, Example, answer_of
@@ -46,6 +46,9 @@ MAX_GROUP_EXAMPLES = 48
 PROMPT_CHARS = 200
 # How a reason starts when a group is too small to synthesize from (yet).
 TOO_FEW = "synthesis not possible yet"
+# The library stayed locked by another process: these samples are not scored, and a later
+# batch of the signature tries again.
+LIBRARY_BUSY = "synthesis skipped for now"
 _SLUG = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 Choice = tuple[RewardTool | None, Reward | None]
@@ -83,8 +86,11 @@ class SynthesisSession:
                 decision = decisions[idx[0]]
                 assert decision is not None
                 samples = self.pending.pop(sig, []) + [batch[i] for i in idx]
-                target = self._tool_for(sig, samples, decision)
-                if isinstance(target, str) and target.startswith(TOO_FEW):
+                try:
+                    target = self._tool_for(sig, samples, decision)
+                except LibraryError as exc:  # locked past the store's wait: the run goes on
+                    target = f"{LIBRARY_BUSY}: {exc}"
+                if isinstance(target, str) and target.startswith((TOO_FEW, LIBRARY_BUSY)):
                     # Later batches may bring enough: keep these samples and try again then.
                     self.pending[sig] = samples[-MAX_GROUP_EXAMPLES:]
                 else:

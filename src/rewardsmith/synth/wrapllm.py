@@ -30,7 +30,6 @@ local folder).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -39,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, InputError
+from rewardsmith.files import is_regular, open_regular, read_json
 from rewardsmith.library.store import Library
 from rewardsmith.rm.registry import count_parameters, list_models
 from rewardsmith.router.router import shared_embedder
@@ -56,6 +56,12 @@ log = logging.getLogger(__name__)
 MODEL_DIRS_ENV = "REWARDSMITH_MODEL_DIRS"
 # WrapLLM wraps *small* reward models (RLAR: at most 10B parameters).
 MAX_PARAMETERS = 10_000_000_000
+# A model folder's files, as read by the scan: configs are kilobytes; one weight file of a
+# <= 10B model in float32 is at most 40 GB; bigger files are hashed by samples.
+MAX_CONFIG_BYTES = 16 * 2**20
+MAX_WEIGHT_FILE_BYTES = 48 * 2**30
+FULL_HASH_BYTES = 2 * 2**30
+SAMPLE_BYTES = 16 * 2**20
 TOP_K = 3
 HUB_RESULTS = 5
 # Characters of a model card read to describe a model.
@@ -84,44 +90,63 @@ class ModelCandidate:
 
 
 def is_reward_model_dir(path: Path) -> bool:
-    """A directory with one-output sequence-classification weights, or an RBS bi-encoder."""
+    """A directory with one-output sequence-classification weights, or an RBS bi-encoder.
+    Its files are read as a folder from elsewhere may hold them: regular files only, of
+    bounded size (`files.read_json`), so a FIFO or a device named config.json is skipped."""
     config_file = path / "config.json"
-    if not config_file.is_file():
+    if not is_regular(config_file):
         return False
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config = read_json(config_file, MAX_CONFIG_BYTES)
         rbs_file = path / "rbs_config.json"
-        rbs = json.loads(rbs_file.read_text(encoding="utf-8")) if rbs_file.is_file() else {}
-    except (OSError, ValueError):
+        rbs = read_json(rbs_file, MAX_CONFIG_BYTES) if is_regular(rbs_file) else {}
+    except InputError:
+        return False
+    if not isinstance(config, dict) or not isinstance(rbs, dict):
         return False
     if rbs.get("kind") == "bi":
         return True
     archs = config.get("architectures") or []
-    labels = config.get("num_labels", len(config.get("id2label") or {}) or 2)
+    id2label = config.get("id2label")
+    labels = config.get("num_labels", len(id2label) if isinstance(id2label, dict) else 2)
+    if not isinstance(archs, list):
+        return False
     return any(str(a).endswith("ForSequenceClassification") for a in archs) and labels == 1
 
 
 def content_revision(path: Path) -> str:
-    """`sha256:` + 16 hex digits of the config and weight files' contents."""
+    """`sha256:` + 16 hex digits of the config and weight files' contents (regular files
+    only). A file over `MAX_WEIGHT_FILE_BYTES` (no <= 10B model needs one: a crafted or
+    sparse file) is an `InputError`; past `FULL_HASH_BYTES` a file is hashed by its size and
+    its first and last `SAMPLE_BYTES`, so a scan never reads tens of gigabytes."""
     digest = hashlib.sha256()
     files = sorted(
         f
         for f in path.iterdir()
-        if f.is_file() and (f.name == "config.json" or f.suffix in (".safetensors", ".bin"))
+        if is_regular(f) and (f.name == "config.json" or f.suffix in (".safetensors", ".bin"))
     )
     for file in files:
         digest.update(file.name.encode())
-        with file.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        with open_regular(file, MAX_WEIGHT_FILE_BYTES) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size <= FULL_HASH_BYTES:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+            else:
+                digest.update(str(size).encode() + fh.read(SAMPLE_BYTES))
+                fh.seek(size - SAMPLE_BYTES)
+                digest.update(fh.read(SAMPLE_BYTES))
     return "sha256:" + digest.hexdigest()[:16]
 
 
 def _card(path: Path) -> str:
     card = path / "README.md"
+    if not is_regular(card):
+        return ""
     try:
-        text = card.read_text(encoding="utf-8")[: CARD_CHARS * 2] if card.is_file() else ""
-    except OSError:
+        with open_regular(card) as fh:
+            text = fh.read(CARD_CHARS * 8).decode("utf-8", "replace")[: CARD_CHARS * 2]
+    except InputError:
         return ""
     body = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("---", "#"))]
     return " ".join(body)[:CARD_CHARS]
@@ -130,15 +155,23 @@ def _card(path: Path) -> str:
 def _parameters(path: Path) -> int:
     try:
         return count_parameters(path)
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # InputError is one
         return 0
 
 
-def _folder_candidate(path: Path, source: str, model_id: str, description: str = "") -> Any:
+def _folder_candidate(
+    path: Path, source: str, model_id: str, description: str = ""
+) -> ModelCandidate | None:
+    """The candidate for a model folder, or None when its files cannot be read safely."""
+    try:
+        revision = content_revision(path)
+    except (InputError, OSError) as exc:
+        log.warning("WrapLLM: skipping %s: %s", path, exc)
+        return None
     return ModelCandidate(
         model_id=model_id,
         path=str(path.resolve()),
-        revision=content_revision(path),
+        revision=revision,
         source=source,
         description=" ".join(p for p in (description, _card(path)) if p),
         parameters=_parameters(path),
@@ -152,7 +185,8 @@ def registry_models() -> list[ModelCandidate]:
         path = Path(entry.path)
         if is_reward_model_dir(path):
             text = f"{entry.description} {' '.join(entry.domains)} ({entry.source})"
-            out.append(_folder_candidate(path, "registry", entry.name, text.strip()))
+            found = _folder_candidate(path, "registry", entry.name, text.strip())
+            out += [found] if found is not None else []
     return out
 
 
@@ -166,7 +200,8 @@ def folder_models(folders: Sequence[Path]) -> list[ModelCandidate]:
         seen = [folder, *sorted(folder.glob("*")), *sorted(folder.glob("*/*"))]
         for path in seen:
             if path.is_dir() and is_reward_model_dir(path):
-                out.append(_folder_candidate(path, "folder", path.name))
+                found = _folder_candidate(path, "folder", path.name)
+                out += [found] if found is not None else []
     return out
 
 
