@@ -25,7 +25,12 @@ from rewardsmith.sandbox.rootfs import python_paths
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 USER = "rewardsmith-test"
-ATTACK_FILES = ("test_attacks.py", "test_attacks_verdict.py", "test_attacks_host.py")
+ATTACK_FILES = (
+    "test_attacks.py",
+    "test_attacks_verdict.py",
+    "test_attacks_host.py",
+    "test_attacks_reward.py",
+)
 # Skips the unprivileged run may report, and why (the docs list them).
 EXPECTED_SKIPS = ("runs keep the caller's uid", "no cgroup for a run budget")
 

@@ -1,0 +1,228 @@
+"""What stage 4 of the reward-code check feeds the code: batches drawn fresh for every check,
+and the string literals of the code itself, to try as backdoor triggers.
+
+A fixed probe batch can be recognised: code that is honest on it (or on batches of its size)
+and pays for garbage elsewhere passed the old check. `probe_batch` draws a new batch from a
+seeded `random.Random` each time: right and wrong answers to random references (numbers,
+decimals, fractions, words, letters, LaTeX) in the common answer styles, with reasoning
+filler, *in pairs* (one right and one wrong answer to the same prompt, in the same style and
+filler), plus shapes a reward meets in training (empty, long, non-ASCII, code, tags, no
+reference).
+
+`source_literals` lists the strings the code could compare a completion with: every string
+constant (not docstrings) and every expression folded from constants (`"xy" + "zzy"`,
+`chr(120) * 2`, `"".join([...])`, `"ZY".lower()`, f-strings of constants, slices), so a
+trigger split into pieces is still tried whole.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from dataclasses import dataclass
+from typing import Any
+
+# Shapes every batch carries besides the answer pairs.
+SHAPES: tuple[tuple[str, str | None], ...] = (
+    ("", "3"),
+    ("I am not sure.", None),
+    ("def f(x):\n    return x + 1", "f(1) == 2"),
+    ("Die Antwort ist 7. ✓", "7"),
+    ("<thinking>steps</thinking><solution>12</solution>", "12"),
+    ("word " * 400, "1"),
+    ("<think>2 + 2 = 4</think> The answer is \\boxed{4}.", "4"),
+    ("Ответ: пять", "5"),
+)
+STYLES = (
+    "The answer is {}.",
+    "\\boxed{{{}}}",
+    "#### {}",
+    "<answer>{}</answer>",
+    "Final answer: {}",
+    "{}",
+    "**Answer:** {}",
+    "<solution>{}</solution>",
+    "So the result is {}",
+    "Answer: {}",
+)
+FILLERS = (
+    "",
+    "Let me work through this step by step.\n",
+    "First I add the numbers, then I check the result.\n",
+    "<think>I need to be careful here.</think>\n",
+    "We can see that the pattern repeats. Therefore,\n",
+)
+WORDS = ("Paris", "blue", "seven", "mitochondria", "Newton", "photosynthesis", "yes", "no")
+PROMPTS = (
+    "What is {a} + {b}?",
+    "Compute {a} * {b}.",
+    "Solve for x: x - {a} = {b}.",
+    "Which option is correct? Answer with a letter.",
+    "Name the word that fits: ____ ({a}).",
+    "Simplify {a}/{b}.",
+)
+# Literals longer than this are not tried (a docstring-sized string is no trigger).
+MAX_LITERAL_CHARS = 200
+# Constant folding stops at strings this long (`"x" * 10**9` must not be built here).
+MAX_FOLDED_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class ProbeSample:
+    """One sample of a probe batch; `pair` links a right and a wrong answer to one prompt."""
+
+    completion: str
+    reference: str | None
+    prompt: str
+    pair: int | None = None
+    right: bool = False
+
+
+def _answer(rng: random.Random) -> str:
+    kind = rng.randrange(7)
+    if kind == 0:
+        return str(rng.randint(-99, 99))
+    if kind == 1:
+        return str(rng.randint(100, 10**6))
+    if kind == 2:
+        return f"{rng.randint(0, 999)}.{rng.randint(1, 99)}"
+    if kind == 3:
+        return f"{rng.randint(1, 9)}/{rng.randint(10, 19)}"
+    if kind == 4:
+        return rng.choice(WORDS)
+    if kind == 5:
+        return rng.choice("ABCDE")
+    return f"\\frac{{{rng.randint(1, 9)}}}{{{rng.randint(10, 19)}}}"
+
+
+def _wrong(rng: random.Random, right: str) -> str:
+    for _ in range(50):
+        other = _answer(rng)
+        if other.lower() not in right.lower() and right.lower() not in other.lower():
+            return other
+    return "no idea"
+
+
+def probe_batch(rng: random.Random, size: int) -> list[ProbeSample]:
+    """A batch of `size` samples (module docstring), in random order."""
+    samples: list[ProbeSample] = []
+    shapes = list(SHAPES)
+    rng.shuffle(shapes)
+    for completion, reference in shapes[: max(0, size // 4)]:
+        samples.append(ProbeSample(completion, reference, rng.choice(PROMPTS).format(a=3, b=4)))
+    pair = 0
+    while len(samples) + 2 <= size:
+        right = _answer(rng)
+        style, filler = rng.choice(STYLES), rng.choice(FILLERS)
+        prompt = rng.choice(PROMPTS).format(a=rng.randint(1, 99), b=rng.randint(1, 99))
+        for answer, is_right in ((right, True), (_wrong(rng, right), False)):
+            text = filler + style.format(answer)
+            samples.append(ProbeSample(text, right, prompt, pair, is_right))
+        pair += 1
+    while len(samples) < size:
+        samples.append(ProbeSample(rng.choice(WORDS), _answer(rng), rng.choice(PROMPTS)))
+    rng.shuffle(samples)
+    return samples
+
+
+def source_literals(source: str) -> list[str]:
+    """Every string the source holds or folds from constants (module docstring), in order
+    of appearance, without docstrings, blank strings or strings over `MAX_LITERAL_CHARS`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    docstrings = {
+        id(body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    }
+    found: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if id(node) in docstrings:
+            continue
+        value = _fold(node)
+        if isinstance(value, str) and value.strip() and len(value) <= MAX_LITERAL_CHARS:
+            found.setdefault(value)
+    return list(found)
+
+
+# Methods folded on a constant string; none can make its result much longer than its inputs
+# except `replace` and `join`, whose sizes are checked first.
+_STR_METHODS = frozenset(
+    {"lower", "upper", "strip", "lstrip", "rstrip", "title", "casefold", "capitalize",
+     "swapcase", "replace", "join"}
+)  # fmt: skip
+# Lists folded from constants (`"".join([...])`) keep at most this many items.
+MAX_FOLDED_ITEMS = 256
+
+
+def _fold(node: ast.AST) -> Any:
+    """The value of a constant expression (strings, ints, lists of them), else None."""
+    try:
+        value = _fold_inner(node)
+    except (TypeError, ValueError, IndexError, OverflowError, RecursionError):
+        return None
+    if isinstance(value, str) and len(value) > MAX_FOLDED_CHARS:
+        return None
+    if isinstance(value, list) and len(value) > MAX_FOLDED_ITEMS:
+        return None
+    return value
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, str | list):
+        return len(value)
+    return len(str(value)) if isinstance(value, int) else 0
+
+
+def _fold_inner(node: ast.AST) -> Any:
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str | int)
+        and not isinstance(node.value, bool)
+    ):
+        return node.value
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_fold(e) for e in node.elts]
+        return None if any(i is None for i in items) else items
+    if isinstance(node, ast.JoinedStr):
+        parts = [_fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
+        return None if any(p is None for p in parts) else "".join(str(p) for p in parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
+        left, right = _fold(node.left), _fold(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Mult):
+            count, item = (right, left) if isinstance(right, int) else (left, right)
+            if isinstance(item, str | list) and abs(count) * max(1, len(item)) > MAX_FOLDED_CHARS:
+                return None
+        return left + right if isinstance(node.op, ast.Add) else left * right
+    if isinstance(node, ast.Subscript):
+        base = _fold(node.value)
+        if isinstance(base, str) and isinstance(node.slice, ast.Slice):
+            parts = (node.slice.lower, node.slice.upper, node.slice.step)
+            return base[slice(*[None if b is None else _fold(b) for b in parts])]
+        return None
+    if isinstance(node, ast.Call) and not node.keywords:
+        args = [_fold(a) for a in node.args]
+        if any(a is None for a in args):
+            return None
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("chr", "str") and len(args) == 1:
+            return chr(args[0]) if func.id == "chr" else str(args[0])
+        if isinstance(func, ast.Attribute) and func.attr in _STR_METHODS:
+            base = _fold(func.value)
+            if not isinstance(base, str):
+                return None
+            grows = {
+                "replace": lambda: _size(base) * (1 + max(map(_size, args), default=0)),
+                "join": lambda: (1 + _size(base)) * sum(map(_size, args[0] if args else [])),
+            }
+            if func.attr in grows and grows[func.attr]() > MAX_FOLDED_CHARS:
+                return None
+            return getattr(base, func.attr)(*args)
+    return None
