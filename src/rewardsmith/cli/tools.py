@@ -24,6 +24,11 @@ LIST_DESCRIPTION_CHARS = 30
 # `"kind": "reward_function"` in a tool file: a generated `def reward(...)`, stored as a tool
 # of kind "code" built by REWARD_FUNCTION_FACTORY (its 4-stage check runs when it is added).
 REWARD_FUNCTION_KIND = "reward_function"
+# Origins only rewardsmith records: a tool file claiming one is refused.
+RESERVED_PROVENANCES = {
+    "synth": "only a tool the admission gate admitted is synthesized",
+    "builtin": "the built-in tools register themselves",
+}
 
 
 @app.command("list")
@@ -127,6 +132,13 @@ def add(
     spec_data, config = data["spec"], data["config"]
     if isinstance(spec_data, dict) and spec_data.get("kind") == REWARD_FUNCTION_KIND:
         spec_data, config = _reward_function(path, spec_data, config)
+    claimed = spec_data.get("provenance") if isinstance(spec_data, dict) else None
+    if claimed in RESERVED_PROVENANCES:
+        raise ConfigError(
+            f'{path}: "provenance": "{claimed}" is set by rewardsmith itself '
+            f"({RESERVED_PROVENANCES[claimed]}), never read from a file; leave it out (it "
+            'becomes "user") or name another origin'
+        )
     try:
         spec = ToolSpec.from_dict({"provenance": "user", **spec_data})
     except (KeyError, TypeError, ValueError) as exc:

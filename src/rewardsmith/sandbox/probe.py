@@ -71,6 +71,9 @@ class CheckReport:
     bounds: tuple[float, float] = DEFAULT_BOUNDS
     probe_scores: tuple[float, ...] = ()
     seed: int | None = None  # the probe batches' seed: `check_reward_code(..., seed=seed)`
+    # The strings tried as backdoor triggers (literals, folded constants, regex examples,
+    # strings the loaded module held): the gate tries them on its own data too.
+    literals: tuple[str, ...] = ()
 
     @property
     def failed_stage(self) -> StageResult | None:
@@ -239,7 +242,7 @@ def check_reward_code(
             return rejected(_stage(4, False, reason))
     stages.append(_stage(4, True))
     scores = tuple(runs.value(s) for s in plan[0])
-    return CheckReport(True, tuple(stages), bounds, scores, seed)
+    return CheckReport(True, tuple(stages), bounds, scores, seed, tuple(_literals(source, held)))
 
 
 def _given(batch: Mapping[str, Sequence[Any]] | None) -> list[probe_data.ProbeSample]:

@@ -153,11 +153,13 @@ def _told_apart(
     for s in batch:
         if s.pair is not None:
             by_pair.setdefault(s.pair, {})[s.right] = s
-    return [
+    told = [
         (p[True], p[False])
-        for p in by_pair.values()
+        for _, p in sorted(by_pair.items())
         if len(p) == 2 and value(p[True]) > value(p[False])
     ]
+    # Pairs are numbered in the order their styles were dealt: the first ones differ in style.
+    return told
 
 
 def _chunks(samples: list[ProbeSample], size: int) -> list[list[ProbeSample]]:

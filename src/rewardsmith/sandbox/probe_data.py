@@ -1,4 +1,4 @@
-"""What stage 4 of the reward-code check feeds the code: batches drawn fresh for every check,
+r"""What stage 4 of the reward-code check feeds the code: batches drawn fresh for every check,
 and the string literals of the code itself, to try as backdoor triggers.
 
 A fixed probe batch can be recognised: code that is honest on it (or on batches of its size)
@@ -12,14 +12,19 @@ reference).
 `source_literals` lists the strings the code could compare a completion with: every string
 constant (not docstrings) and every expression folded from constants (`"xy" + "zzy"`,
 `chr(120) * 2`, `"".join([...])`, `"ZY".lower()`, f-strings of constants, slices), so a
-trigger split into pieces is still tried whole.
+trigger split into pieces is still tried whole; and for each one that is a regular expression
+with more than plain characters, a string it matches (`regex_example`: `output\s+1\.0` is
+tried as "output 1.0").
 """
 
 from __future__ import annotations
 
 import ast
 import random
+import re
 from dataclasses import dataclass
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
 # Shapes every batch carries besides the answer pairs.
@@ -111,9 +116,10 @@ def probe_batch(rng: random.Random, size: int) -> list[ProbeSample]:
     for completion, reference in shapes[: max(0, size // 4)]:
         samples.append(ProbeSample(completion, reference, rng.choice(PROMPTS).format(a=3, b=4)))
     pair = 0
+    styles = rng.sample(STYLES, len(STYLES))  # in turn: every style in every full batch
     while len(samples) + 2 <= size:
         right = _answer(rng)
-        style, filler = rng.choice(STYLES), rng.choice(FILLERS)
+        style, filler = styles[pair % len(styles)], rng.choice(FILLERS)
         prompt = rng.choice(PROMPTS).format(a=rng.randint(1, 99), b=rng.randint(1, 99))
         for answer, is_right in ((right, True), (_wrong(rng, right), False)):
             text = filler + style.format(answer)
@@ -147,7 +153,75 @@ def source_literals(source: str) -> list[str]:
         value = _fold(node)
         if isinstance(value, str) and value.strip() and len(value) <= MAX_LITERAL_CHARS:
             found.setdefault(value)
+            example = regex_example(value)
+            if example is not None and example.strip() and example != value:
+                found.setdefault(example)
     return list(found)
+
+
+# Characters a regex category or class stands for in `regex_example`.
+_CATEGORY = {
+    sre.CATEGORY_DIGIT: "7",
+    sre.CATEGORY_NOT_DIGIT: "x",
+    sre.CATEGORY_SPACE: " ",
+    sre.CATEGORY_NOT_SPACE: "x",
+    sre.CATEGORY_WORD: "x",
+    sre.CATEGORY_NOT_WORD: " ",
+}
+
+
+def regex_example(pattern: str) -> str | None:
+    """A short string `pattern` matches (None: not a regex, only plain characters, or not
+    one this reads; checked with `re.search`)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+        if all(op is sre.LITERAL for op, _ in parsed):
+            return None
+        text = "".join(_emit(parsed))
+        return text if len(text) <= MAX_LITERAL_CHARS and re.search(pattern, text) else None
+    except (re.error, ValueError, KeyError, TypeError, OverflowError, RecursionError):
+        return None
+
+
+def _emit(items: Any) -> list[str]:
+    out: list[str] = []
+    for op, arg in items:
+        if op is sre.LITERAL:
+            out.append(chr(arg))
+        elif op is sre.NOT_LITERAL:
+            out.append("x" if arg != ord("x") else "y")
+        elif op is sre.ANY:
+            out.append("x")
+        elif op is sre.IN:
+            out.append(_in(arg))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            low, _, body = arg
+            out.extend(_emit(body) * max(1, min(low, 8)))
+        elif op is sre.SUBPATTERN:
+            out.extend(_emit(arg[3]))
+        elif op is sre.ATOMIC_GROUP:
+            out.extend(_emit(arg))
+        elif op is sre.BRANCH:
+            out.extend(_emit(arg[1][0]))
+        elif op is sre.CATEGORY:
+            out.append(_CATEGORY[arg])
+        elif op not in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            raise ValueError(f"not generated: {op}")
+    return out
+
+
+def _in(items: Any) -> str:
+    negated = any(op is sre.NEGATE for op, _ in items)
+    if negated:
+        return "x"
+    op, arg = next((o, a) for o, a in items if o is not sre.NEGATE)
+    if op is sre.LITERAL:
+        return chr(arg)
+    if op is sre.RANGE:
+        return chr(arg[0])
+    if op is sre.CATEGORY:
+        return _CATEGORY[arg]
+    raise ValueError(f"not generated: {op}")
 
 
 # Methods folded on a constant string; none can make its result much longer than its inputs

@@ -1,7 +1,9 @@
 """From a candidate tool to a library entry: build it, gate it, store it.
 
 An admitted candidate becomes a new version of its name, with provenance `synth` and the
-gate's report and the synthesis details in its spec's `validation`. A rejected candidate is
+gate's report and the synthesis details in its spec's `validation`. The gate event names the
+digest of the config it admitted (`config_digest`): a stored tool counts as gated only when
+such an event matches its config (`is_gated`), whatever its spec claims. A rejected candidate is
 stored too, retired, with the same record, so its source and reasons stay readable
 (`tools show`): under its own name when no admitted version of that name is in use, else
 under `NAME.rejected`, so that a failed attempt never takes a working tool out of use.
@@ -9,6 +11,8 @@ under `NAME.rejected`, so that a failed attempt never takes a working tool out o
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,6 +69,21 @@ class SynthOutcome:
             "synth": {"method": self.method, **self.details},
             "source": self.source,
         }
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of a tool config (JSON, sorted keys): what a gate event says it admitted."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def is_gated(library: Library, name: str, config: Mapping[str, Any]) -> bool:
+    """Whether a gate event admitted exactly this config under `name` (provenance `synth`
+    is read from the spec, which a tools file can write; the event log only the gate does)."""
+    digest = config_digest(config)
+    return any(
+        e.detail.get("admitted") is True and e.detail.get("config_sha256") == digest
+        for e in library.history(name, kind="gate")
+    )
 
 
 def reference_format_text(examples: Sequence[Example]) -> str:
@@ -132,7 +151,7 @@ def evaluate(
             config=gate_config,
             library=library,
             name=spec.name,
-            extra={"method": method},
+            extra={"method": method, "config_sha256": config_digest(config)},
         )
     finally:
         tool.close()
