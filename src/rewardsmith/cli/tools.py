@@ -9,15 +9,18 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rewardsmith.cli.common import LibraryOption, open_library
 from rewardsmith.errors import ConfigError
+from rewardsmith.library.names import TOOL_NAME_RULE, valid_tool_name
 from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import parse_tool_ref
 from rewardsmith.types import ToolSpec
 
 app = typer.Typer(help="The tool library: list, show, add, retire, history.", no_args_is_help=True)
 console = Console()
+err_console = Console(stderr=True)
 
 # Descriptions are cut in the list view; `tools show` prints them whole.
 LIST_DESCRIPTION_CHARS = 30
@@ -50,8 +53,20 @@ def list_tools(
             if len(desc) > LIST_DESCRIPTION_CHARS:
                 desc = desc[: LIST_DESCRIPTION_CHARS - 1] + "…"
             name = s.ref + (" (retired)" if r.retired else "")
-            table.add_row(name, s.kind, s.provenance, desc)
+            if not valid_tool_name(s.name):
+                name = f"{s.ref!r} (bad name)"
+            table.add_row(Text(name), s.kind, s.provenance, Text(desc))  # no markup in names
         console.print(table)
+    bad = [r.spec.name for r in records if not valid_tool_name(r.spec.name)]
+    if bad:
+        err_console.print(
+            f"warning: {len(bad)} stored tool name(s) break the rule {TOOL_NAME_RULE} "
+            f"({', '.join(repr(b) for b in bad)}): they are not used; add each again under a "
+            "valid name and retire the old one (`tools retire NAME`)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("show")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardsmith.errors import RewardsmithError, UnknownToolError
+from rewardsmith.library.names import MAX_NAME_CHARS, check_tool_name
 from rewardsmith.library.registry import build_tool
 from rewardsmith.library.store import Library
 from rewardsmith.router.features import reference_format
@@ -105,7 +106,7 @@ def synth_spec(
     """The spec of a synthesized tool: provenance `synth`, the examples' prompts as router
     exemplars (so the router learns to send this task here), their reference format."""
     return ToolSpec(
-        name=name,
+        name=check_tool_name(name),  # before any work is done for a name the library refuses
         kind=kind,  # type: ignore[arg-type]
         domains=("synthesized",),
         description=description,
@@ -123,7 +124,9 @@ def rejected_name(library: Library, name: str) -> str:
         record = library.record(name)
     except UnknownToolError:
         return name
-    return f"{name}{REJECTED_SUFFIX}" if not record.retired else name
+    if record.retired:
+        return name
+    return name[: MAX_NAME_CHARS - len(REJECTED_SUFFIX)] + REJECTED_SUFFIX
 
 
 def evaluate(

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rewardsmith.errors import RewardsmithError, UnknownToolError
+from rewardsmith.library.names import MAX_NAME_CHARS, tool_name_from
 from rewardsmith.library.store import Library
 from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome, is_gated
 from rewardsmith.synth.examples import MIN_EXAMPLES, Example, answer_of
@@ -46,13 +46,13 @@ MAX_GROUP_EXAMPLES = 48
 PROMPT_CHARS = 200
 # How a reason starts when a group is too small to synthesize from (yet).
 TOO_FEW = "synthesis not possible yet"
-_SLUG = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 Choice = tuple[RewardTool | None, Reward | None]
 
 
 def _slug(text: str) -> str:
-    return _SLUG.sub("_", text).strip("_.-")[:60] or "task"
+    # Room for `synth_` and `.rejected` within the 64 characters of a tool name.
+    return tool_name_from(text, max_chars=MAX_NAME_CHARS - 15, fallback="task")
 
 
 class SynthesisSession:
