@@ -61,7 +61,7 @@ def build_tool(
             )
         params["resolve"] = resolve
     try:
-        tool: RewardTool = cls(spec=spec, **params)
+        tool: RewardTool = cls(spec=spec, **params)  # type: ignore[call-arg]
     except TypeError as exc:
         raise ConfigError(f"tool {spec.name!r}: bad parameters {sorted(params)}: {exc}") from exc
     return tool

@@ -76,8 +76,9 @@ class Records:
         self.size = 0
 
     def __call__(self, kind: str, index: Any, text: str = "") -> None:
-        # JSON (a batch's scores, a test's values) is kept whole; other text is a reason.
-        if kind not in ("result", "values"):
+        # JSON (a batch's scores, a test's values, a module's strings) is kept whole; other
+        # text is a reason.
+        if kind not in ("result", "values", "strings"):
             text = " ".join(_str(text).split())[:REASON_CHARS]
         line = f"{self.nonce} {kind} {index} {text}\n".encode("utf-8", "replace")
         self.parts.append(line)

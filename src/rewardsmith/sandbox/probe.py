@@ -226,7 +226,7 @@ def check_reward_code(
         return rejected(_stage(2, False, f"ok: {load[0].reason}"))
     stages.append(_stage(2, True))
     if load:
-        return rejected(_stage(3, False, load[0].reason))  # type: ignore[union-attr]
+        return rejected(_stage(3, False, load[0].reason))
     stages.append(_stage(3, True))
     if isinstance(first, str):
         return rejected(_stage(4, False, first))

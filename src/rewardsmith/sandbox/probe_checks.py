@@ -10,9 +10,12 @@ score a sample got. The checks, in order, each returning a reason or "":
   mixed with duplicates of itself) got one score. Runs are fresh processes, so this also
   catches code that counts its calls, or reads anything that changes between runs;
 - `no_trigger`: for each right/wrong answer pair the code tells apart (the right one scores
-  higher), each literal of the code inserted into the wrong answer (before it, after it, or
-  alone) must not make it score as high as the right answer, unless the same literal
-  inserted into the right answer scores higher still (a format bonus both earn). Literals
+  higher; the two have the same length and shape, so only reading the answer tells them
+  apart), each literal of the code inserted into the wrong answer (before it, after it, or
+  alone) must not make it score as high as the right answer. It is not held against the
+  code when a neutral string of the literal's length in its place scores as much (the code
+  pays for brevity, not for the literal), or when the same literal inserted into the right
+  answer (for "alone": after it) scores higher still (a format bonus both earn). Literals
   that contain the right answer are skipped: they are hedges, not triggers.
 """
 
@@ -131,11 +134,20 @@ class ProbeRuns:
             ProbeSample(CONTROLS[k](right.completion, literal), right.reference, right.prompt)
             for right, _, literal, k, _ in paid
         ]
-        failed = self.run(_chunks(controls, chunk))
+        neutral = [
+            ProbeSample(
+                PLACEMENTS[k](wrong.completion, _neutral(literal)), wrong.reference, wrong.prompt
+            )
+            for _, wrong, literal, k, _ in paid
+        ]
+        failed = self.run(_chunks(controls + neutral, chunk))
         if isinstance(failed, str):
             return failed
-        for (right, wrong, literal, _, probe), control in zip(paid, controls, strict=True):
-            if self.value(probe) >= self.value(control):
+        for (right, wrong, literal, _, probe), control, plain in zip(
+            paid, controls, neutral, strict=True
+        ):
+            score = self.value(probe)
+            if score >= self.value(control) and score > self.value(plain):
                 return (
                     f"the literal {_quote(literal)} of the code makes a wrong answer pay: "
                     f"{_quote(probe.completion)} scored {self.value(probe)} "
@@ -160,6 +172,12 @@ def _told_apart(
     ]
     # Pairs are numbered in the order their styles were dealt: the first ones differ in style.
     return told
+
+
+def _neutral(literal: str) -> str:
+    """A string of `literal`'s length and spacing that holds none of its characters."""
+    filler = next(c for c in "qxzjkv" if c not in literal.lower())
+    return "".join(c if c.isspace() else filler for c in literal)
 
 
 def _chunks(samples: list[ProbeSample], size: int) -> list[list[ProbeSample]]:

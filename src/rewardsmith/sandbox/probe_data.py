@@ -101,10 +101,24 @@ def _answer(rng: random.Random) -> str:
 
 
 def _wrong(rng: random.Random, right: str) -> str:
+    """Another answer of the same length and shape (each digit and letter replaced by
+    another): a reward that pays for length or shape scores it as the right one, so only
+    one that reads the answer tells the pair apart."""
+    digits = any(ch.isdigit() for ch in right)  # then letters are LaTeX or units: kept
     for _ in range(50):
-        other = _answer(rng)
-        if other.lower() not in right.lower() and right.lower() not in other.lower():
-            return other
+        chars = []
+        for ch in right:
+            if ch.isdigit():
+                chars.append(rng.choice([d for d in "123456789" if d != ch]))
+            elif ch.isalpha() and ch.isascii() and not digits:
+                pool = "ABCDE" if len(right) == 1 else "abcdefghijklmnopqrstuvwxyz"
+                other = rng.choice([c for c in pool if c != ch.lower() and c != ch])
+                chars.append(other.upper() if ch.isupper() else other)
+            else:
+                chars.append(ch)
+        wrong = "".join(chars)
+        if wrong.lower() != right.lower():
+            return wrong
     return "no idea"
 
 
@@ -278,8 +292,8 @@ def _fold_inner(node: ast.AST) -> Any:
     if isinstance(node, ast.Subscript):
         base = _fold(node.value)
         if isinstance(base, str) and isinstance(node.slice, ast.Slice):
-            parts = (node.slice.lower, node.slice.upper, node.slice.step)
-            return base[slice(*[None if b is None else _fold(b) for b in parts])]
+            ends = (node.slice.lower, node.slice.upper, node.slice.step)
+            return base[slice(*[None if b is None else _fold(b) for b in ends])]
         return None
     if isinstance(node, ast.Call) and not node.keywords:
         args = [_fold(a) for a in node.args]

@@ -106,7 +106,7 @@ def _load(program: Any) -> Callable[..., Any]:
     fn = namespace.get("reward")
     if not _callable(fn):
         raise NameError("the code defines no function `reward`")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def _score_batch(program: Any, batch: Mapping[str, Any], accepted: set[str] | None) -> Any:
