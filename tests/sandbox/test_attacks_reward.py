@@ -343,6 +343,17 @@ def test_counting_calls_in_the_decimal_context(tool_for: object) -> None:
     assert {r.score for r in rewards} == {0.0}
 
 
+def test_behaving_by_the_zygotes_string_hash_seed(box: Sandbox) -> None:
+    # Honest in a zygote whose seed makes hash('a') even, paying garbage in the others: the
+    # check and production run in different zygotes. Every zygote has the same seed.
+    program = "print(hash('a'), list({'x', 'y', 'z', 'w'}))"
+    seen = {box.run(program).stdout}
+    for _ in range(3):
+        with Sandbox(workers=1, limits=LIMITS) as other:
+            seen.add(other.run(program).stdout)
+    assert len(seen) == 1, seen
+
+
 def test_counting_calls_in_state_no_run_resets(box: Sandbox) -> None:
     # An ABC registry survives a fresh namespace: after its first call in a run the code
     # pays everything. The same sample first in one run and later in another differs.
