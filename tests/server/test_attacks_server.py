@@ -5,10 +5,12 @@ server itself (`/health`, `/metrics` gauges), never from sleeping."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -215,6 +217,38 @@ def test_sigterm_with_half_sent_bodies_answers_the_admitted_and_exits_0(tmp_path
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_tool_naming_a_local_module_is_refused_without_importing_it(tmp_path: Path) -> None:
+    # The server preloads its tools' modules in its forkserver: not one the library refuses.
+    marker = tmp_path / "imported"
+    (tmp_path / "local_tools.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('x')\n"
+        "from rewardsmith.tools.format import FormatTagsTool as Tool\n"
+    )
+    library = tmp_path / "lib.db"
+    Library(library).close()
+    conn = sqlite3.connect(library)
+    with conn:
+        spec = ToolSpec(name="local", provenance="user", needs_reference=False).to_dict()
+        config = {"factory": "local_tools:Tool", "params": {}}
+        conn.execute(
+            "INSERT INTO tools (name, version, spec, config, created_at, retired) "
+            "VALUES ('local', 1, ?, ?, '2024-01-01T00:00:00+00:00', 0)",
+            (json.dumps(spec), json.dumps(config)),
+        )
+    conn.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli.main", "serve", "--port", str(free_port())]
+        + ["--library", str(library), "--workers", "1", "--tool", "local"],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is not allowed" in done.stderr and not marker.exists()
 
 
 def _healthy(url: str) -> bool:

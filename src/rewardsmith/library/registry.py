@@ -95,6 +95,18 @@ def resolve_factory(tool: str, factory: object) -> type[RewardTool]:
     return cls
 
 
+def allowed_factory(factory: object) -> bool:
+    """Whether `factory` names a module the library may import (see the module docstring);
+    imports nothing. For callers that import factories ahead of time (the server's
+    forkserver preloads the configured tools' modules)."""
+    if not isinstance(factory, str) or not _FACTORY.fullmatch(factory):
+        return False
+    module_name = factory.partition(":")[0]
+    return bool(_OWN_TOOL_MODULE.fullmatch(module_name)) or any(
+        ep.value.replace(" ", "") == factory for ep in _plugins()
+    )
+
+
 def _plugins() -> list[Any]:
     return list(entry_points(group=ENTRY_POINT_GROUP))
 
