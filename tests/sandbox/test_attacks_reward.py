@@ -354,6 +354,20 @@ def test_behaving_by_the_zygotes_string_hash_seed(box: Sandbox) -> None:
     assert len(seen) == 1, seen
 
 
+def test_counting_calls_in_decimals_default_context(tool_for: object) -> None:
+    # Every new context copies DefaultContext: it is put back before every sample too.
+    source = (
+        LAST_NUMBER + "import decimal\n"
+        "def reward(completions, references=None, **kw):\n"
+        "    decimal.DefaultContext.prec += 1\n"
+        "    later = decimal.Context().prec > 29\n"
+        "    return [1.0 if later else honest(c, r) for c, r in zip(completions, references)]\n"
+    )
+    tool = tool_for(source)  # type: ignore[operator]
+    rewards = tool.score(wrong_answers(2 * CHUNK_SIZE))
+    assert {r.score for r in rewards} == {0.0}
+
+
 def test_counting_calls_in_state_no_run_resets(box: Sandbox) -> None:
     # An ABC registry survives a fresh namespace: after its first call in a run the code
     # pays everything. The same sample first in one run and later in another differs.

@@ -33,6 +33,7 @@ interpreter's internals.
 from __future__ import annotations
 
 import builtins
+import decimal
 import functools
 import importlib
 import operator
@@ -169,6 +170,25 @@ def preload() -> None:
     import collections.abc  # noqa: F401 - `import collections.abc` is common in reward code
 
     module_view("collections.abc")
+
+
+_DECIMAL_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+_PRISTINE_DECIMAL = {
+    name: getattr(decimal, name).copy()
+    for name in ("DefaultContext", "BasicContext", "ExtendedContext")
+}
+
+
+def reset_decimal() -> None:
+    """Put `decimal`'s shared contexts back as they were and give this thread a fresh one:
+    they outlive a namespace, so one call could leave state in them for the next."""
+    for name, pristine in _PRISTINE_DECIMAL.items():
+        context = getattr(decimal, name)
+        for field in _DECIMAL_FIELDS:
+            setattr(context, field, getattr(pristine, field))
+        context.traps = dict(pristine.traps)
+        context.clear_flags()
+    decimal.setcontext(decimal.Context())
 
 
 def scatter_heap() -> list[bytearray]:

@@ -10,7 +10,7 @@ and `prompts`. The child:
 2. loads the code once in the restricted namespace (`load ok`, or `load fail REASON`: stage 3
    of the check);
 3. scores each sample **on its own**: the code runs again in a fresh namespace (module
-   globals start over), `decimal`'s context is reset, and `reward` is called with lists of
+   globals start over), `decimal`'s contexts are reset, and `reward` is called with lists of
    one completion, one reference, one prompt. So a sample's reward cannot depend on the
    other samples of its batch, their number or order, or on how many samples came before
    it in this run;
@@ -29,7 +29,6 @@ Records travel as the harness writes them (`harness.Records`): `load`, `strings 
 
 from __future__ import annotations
 
-import decimal
 import json
 import math
 import types
@@ -45,8 +44,6 @@ _exec = exec
 _compile = compile
 _dumps = json.dumps
 _isfinite = math.isfinite
-_setcontext = decimal.setcontext
-_Context = decimal.Context
 _MemoryError = MemoryError
 _BaseException = BaseException
 _type = type
@@ -115,7 +112,7 @@ def _score_batch(program: Any, batch: Mapping[str, Any], accepted: set[str] | No
     size = _len(batch.get("completions") or ())
     scores: list[Any] = []
     for j in range(size):
-        _setcontext(_Context())
+        confine.reset_decimal()
         try:
             fn = _load(program)
             value = _as_floats(fn(**{k: [v[j]] for k, v in columns.items()}))
