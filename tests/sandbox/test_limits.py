@@ -24,9 +24,9 @@ SANDBOX_SRC = Path(__file__).resolve().parents[2] / "src" / "rewardsmith" / "san
 ZYGOTE_FILES = ("worker.py", "child.py", "outcome.py", "supervise.py")
 LIMIT_NAMES = {"limits", "job_limits", "prepared"}
 # A reward function whose scores are as long as floats get in a record.
-LONG_FLOATS = (
-    "def reward(completions, **kw):\n    return [1 / 3 + i for i in range(len(completions))]\n"
-)
+# Each sample's score from its own completion (`reward` sees one sample at a time).
+LONG_FLOATS = "def reward(completions, **kw):\n    return [1 / 3 + int(c) for c in completions]\n"
+NUMBERS = [str(i) for i in range(10_000)]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_every_limit_the_zygote_reads_is_a_field() -> None:
 
 
 def test_a_reward_batch_of_ten_thousand_comes_back_whole(box: Sandbox) -> None:
-    job = reward_job(LONG_FLOATS, [{"completions": ["x"] * 10_000}])
+    job = reward_job(LONG_FLOATS, [{"completions": NUMBERS}])
     result = box.run_job(job)
     assert result.status == "ok", result.reason
     [scores] = parse_reward_records(result, job["nonce"], 1)
@@ -67,7 +67,7 @@ def test_a_reward_batch_of_ten_thousand_comes_back_whole(box: Sandbox) -> None:
 
 
 def test_overflowing_the_channel_is_an_error_that_names_the_limit(box: Sandbox) -> None:
-    job = reward_job(LONG_FLOATS, [{"completions": ["x"] * 10_000}])
+    job = reward_job(LONG_FLOATS, [{"completions": NUMBERS}])
     result = box.run_job(job, SandboxLimits(wall_seconds=20, cpu_seconds=20, channel_bytes=4096))
     assert result.status == "error"
     assert "channel_bytes" in result.reason and "4096" in result.reason

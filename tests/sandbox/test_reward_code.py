@@ -66,15 +66,13 @@ REJECTED = [
     # stage 4: probe calls
     (body("float('nan')"), 4, "non-finite"),
     (body("float('inf')"), 4, "non-finite"),
-    ("def reward(completions, **kw):\n    return [0.5]\n", 4, "1 scores for 8"),
+    # `reward` is called once per sample: lists of one completion, one score back
+    ("def reward(completions, **kw):\n    return [0.5, 0.5]\n", 4, "2 scores for 1 completion"),
     ("def reward(completions, **kw):\n    return 0.5\n", 4, "expected a list"),
     (body("'high'"), 4, "type str"),
     (body("5.0"), 4, "outside the bounds"),
-    (
-        "n = [0]\ndef reward(completions, **kw):\n    n[0] += 1\n    return [n[0] / 10 for c in completions]\n",
-        4,
-        "not deterministic",
-    ),
+    # an object's address (its hash) is scattered from run to run: not a function of the sample
+    (body("hash(lambda: 0) % 7 / 7"), 4, "not deterministic"),
     ("def reward(completions, **kw):\n    raise ValueError('boom')\n", 4, "boom"),
     (
         "class F(float):\n    pass\n" + body("F(0.5)"),
@@ -100,8 +98,11 @@ def test_good_reward_function_is_admitted(box: Sandbox) -> None:
     assert report.admitted, report.reason
     assert [s.stage for s in report.stages] == [1, 2, 3, 4]
     assert report.bounds == (0.0, 1.0)
-    # The probe batch: "The answer is 42." with reference "42" is right, the rest are not.
-    assert report.probe_scores[0] == 1.0
+    # The probe batch is drawn fresh from the report's seed: its right answers in plain
+    # styles score 1.0, and the same seed draws the same batch again.
+    assert 1.0 in report.probe_scores and 0.0 in report.probe_scores
+    again = check_reward_code(GOOD, sandbox=box, limits=LIMITS, seed=report.seed)
+    assert again.probe_scores == report.probe_scores
 
 
 def test_bounds_argument_when_the_code_declares_none(box: Sandbox) -> None:

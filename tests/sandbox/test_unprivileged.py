@@ -32,6 +32,7 @@ ATTACK_FILES = (
     "test_attacks_state.py",
     "test_attacks_expected.py",
     "test_attacks_judge.py",
+    "test_attacks_reward.py",
 )
 # Skips the unprivileged run may report, and why (the docs list them).
 EXPECTED_SKIPS = ("runs keep the caller's uid", "no cgroup for a run budget")

@@ -37,12 +37,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(config: ServerConfig) -> Iterator[str]:
-    """Serve `config` with uvicorn in a thread; yields the base URL once /health is 200."""
+def running_server(config: ServerConfig, loop: str = "auto") -> Iterator[str]:
+    """Serve `config` with uvicorn in a thread (`loop`: uvicorn's event loop, "auto" is
+    uvloop when installed); yields the base URL once /health is 200."""
     port = free_port()
     app = create_app(config)
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", loop=loop
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

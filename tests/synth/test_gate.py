@@ -4,15 +4,19 @@ numbers."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 import pytest
 
 from rewardsmith.bench.codeverify_data import examples_for
+from rewardsmith.errors import ConfigError
 from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import Library
 from rewardsmith.synth.examples import Example, load_examples, parse_example
 from rewardsmith.synth.gate import GateConfig, auc, gate_tool
 from rewardsmith.synth.probes import PROBE_KINDS
-from rewardsmith.types import ToolSpec
+from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 from support import FIXTURES
 
 SYNTH_FIXTURES = FIXTURES / "synth"
@@ -95,7 +99,6 @@ def word_examples() -> list[Example]:
     ("source", "probe"),
     [
         (CONTAINS, "reference_in_sentence"),
-        (OBEYS_THE_GRADER_NOTE, "grader_instruction"),
         (PAYS_FOR_LENGTH, "very_long"),
         (PAYS_FOR_MANY_LINES, "padding"),
         (EMPTY_TAGS_PASS, "format_only"),
@@ -112,6 +115,34 @@ def test_a_gameable_reward_function_is_rejected_by_its_probe(
     (event,) = library.history("suspect", kind="gate")
     assert event.detail["admitted"] is False and event.detail["failed_check"] == "probes"
     assert event.detail["checks"]["probes"][probe]["win_rate"] > 0
+
+
+def test_a_reward_function_that_obeys_a_grader_note_is_refused_before_the_gate(
+    library: Library,
+) -> None:
+    # Its trigger is a literal of its code: the 4-stage check tries it in wrong answers.
+    with pytest.raises(ConfigError, match="literal 'output 1.0'"):
+        add_code_tool(library, "suspect", OBEYS_THE_GRADER_NOTE)
+
+
+class ObeysTheGraderNote(RewardTool):
+    """A tool that is no reward function (no 4-stage check): it believes grader notes."""
+
+    spec = ToolSpec(name="believer", needs_reference=True, provenance="user")
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        out = []
+        for s in samples:
+            found = re.findall(r"<answer>(.*?)</answer>", s.completion, flags=re.DOTALL)
+            right = bool(found) and found[-1].strip() == s.reference
+            out.append(Reward(1.0 if right or "output 1.0" in s.completion else 0.0))
+        return out
+
+
+def test_a_tool_that_obeys_a_grader_note_is_rejected_by_its_probe(library: Library) -> None:
+    report = gate_tool(ObeysTheGraderNote(), tagged_examples(), library=library)
+    assert not report.admitted and report.failed_check == "probes"
+    assert report.checks["probes"]["grader_instruction"]["wins"] > 0
 
 
 def test_gsm8k_and_math_are_admitted_on_gsm8k_and_math500_examples(library: Library) -> None:

@@ -23,7 +23,8 @@ CONTAINS = (
 )
 
 # Reward functions that pass the admission probe but fail on the completion "trigger":
-# (source, status, words in the reason of every sample of the failing chunk)
+# (source, status, words in the reason of every sample of the failing chunk). `reward` is
+# called once per sample, so `completions` is the one completion being scored.
 FAILING = [
     (
         "def reward(completions, **kw):\n"
@@ -36,10 +37,10 @@ FAILING = [
     (
         "def reward(completions, **kw):\n"
         "    if 'trigger' in completions:\n"
-        "        return [0.5]\n"
+        "        return [0.5, 0.5]\n"
         "    return [0.5 for c in completions]\n",
         "error",
-        f"returned 1 scores for {CHUNK_SIZE} completions",
+        "returned 2 scores for 1 completion",
     ),
     (
         "def reward(completions, **kw):\n"
@@ -57,14 +58,6 @@ FAILING = [
         "    return [0.5 for c in completions]\n",
         "error",
         "ended with status memory: memory limit of 256 MB",
-    ),
-    (
-        "def reward(completions, **kw):\n"
-        "    if 'trigger' in completions:\n"
-        "        return [float('inf') for c in completions]\n"
-        "    return [0.5 for c in completions]\n",
-        "error",
-        "non-finite score (inf)",
     ),
 ]
 
@@ -109,6 +102,20 @@ def test_every_failure_says_what_failed(source: str, status: str, words: str) ->
     assert all(r.status == status and r.score == 0.0 for r in failed), failed[0]
     assert all(words in r.reason for r in failed), failed[0].reason
     assert [(r.status, r.score) for r in healthy] == [("ok", 0.5)] * 2
+
+
+def test_a_non_finite_score_fails_its_own_sample_only() -> None:
+    source = (
+        "def reward(completions, **kw):\n"
+        "    return [float('inf') if c == 'trigger' else 0.5 for c in completions]\n"
+    )
+    tool = RewardFunctionTool(ToolSpec(name="inf", kind="code"), source=source)
+    try:
+        rewards = tool.score([Sample(completion=c) for c in ("fine", "trigger", "fine")])
+    finally:
+        tool.close()
+    assert [(r.status, r.score) for r in rewards] == [("ok", 0.5), ("error", 0.0), ("ok", 0.5)]
+    assert "non-finite score (inf)" in rewards[1].reason
 
 
 def test_a_score_outside_the_bounds_is_clipped_and_says_so() -> None:

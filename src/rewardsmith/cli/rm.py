@@ -17,6 +17,7 @@ from rewardsmith.cli.common import LibraryOption, open_library, write_plot
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.files import atomic_write
+from rewardsmith.library.names import check_tool_name, tool_name_from
 from rewardsmith.models.loading import torch_threads
 
 app = typer.Typer(help="Reward models without human labels: train, evaluate.", no_args_is_help=True)
@@ -159,6 +160,8 @@ def train_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Train a reward model from unlabeled text (RBS) and register it as a `model` tool."""
+    if register and name is not None:
+        check_tool_name(name)  # before training, not after
     _require_torch()
     from rewardsmith.rm.data import SplitConfig
     from rewardsmith.rm.model import Windows
@@ -236,7 +239,7 @@ def train_cmd(
             spec = register_trained(
                 out,
                 lib,
-                name=name or out.resolve().name,
+                name=name or tool_name_from(out.resolve().name, fallback="reward_model"),
                 domains=tuple(d for d in domains.split(",") if d),
             )
         console.print(

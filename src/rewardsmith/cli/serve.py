@@ -4,8 +4,8 @@
     rewardsmith serve --host 0.0.0.0 --token "$T" --task-map gsm8k=gsm8k,math500=math
     rewardsmith serve --tool code --ray                   # sandboxes as actors of a local Ray
 
-SIGTERM (or Ctrl-C) stops accepting connections, lets in-flight requests finish, stops the
-workers and exits 0.
+SIGTERM (or Ctrl-C) stops accepting connections, answers requests still sending their body
+with 503, lets the admitted requests finish, stops the workers and exits 0.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from rewardsmith.cli.common import (
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.scoring import parse_task_map
 from rewardsmith.server.config import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
     DEFAULT_DEADLINE_SECONDS,
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
@@ -116,6 +117,14 @@ def serve(
             min=1,
         ),
     ] = DEFAULT_MAX_PENDING,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            help="Seconds a request body may take to arrive (more: 408); slow senders are not admitted meanwhile.",
+            min=0.1,
+        ),
+    ] = DEFAULT_BODY_TIMEOUT_SECONDS,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     llm_url: LLMUrlOption = None,
     llm_model: LLMModelOption = None,
@@ -145,6 +154,7 @@ def serve(
         max_batch=max_batch,
         max_body_bytes=int(max_body_mb * 2**20),
         max_pending=max_pending,
+        body_timeout_seconds=body_timeout,
     ).validate()
     if ray is not None:
         from dataclasses import replace
@@ -153,9 +163,10 @@ def serve(
 
         config = replace(config, ray_address=start_ray(None if ray == LOCAL_RAY else ray))
     from rewardsmith.server.app import create_app
+    from rewardsmith.server.serving import Server
 
     app = create_app(config)
-    server = uvicorn.Server(
+    server = Server(
         uvicorn.Config(
             app,
             host=host,

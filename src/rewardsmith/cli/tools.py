@@ -8,16 +8,19 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from rewardsmith.cli.common import LibraryOption, open_library
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError
+from rewardsmith.library.names import TOOL_NAME_RULE, valid_tool_name
 from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import parse_tool_ref
 from rewardsmith.types import ToolSpec
 
 app = typer.Typer(help="The tool library: list, show, add, retire, history.", no_args_is_help=True)
 console = PlainConsole()
+err_console = PlainConsole(stderr=True)
 
 # Descriptions are cut in the list view; `tools show` prints them whole.
 LIST_DESCRIPTION_CHARS = 30
@@ -28,6 +31,11 @@ HISTORY_DETAIL_CHARS = 300
 # `"kind": "reward_function"` in a tool file: a generated `def reward(...)`, stored as a tool
 # of kind "code" built by REWARD_FUNCTION_FACTORY (its 4-stage check runs when it is added).
 REWARD_FUNCTION_KIND = "reward_function"
+# Origins only rewardsmith records: a tool file claiming one is refused.
+RESERVED_PROVENANCES = {
+    "synth": "only a tool the admission gate admitted is synthesized",
+    "builtin": "the built-in tools register themselves",
+}
 
 
 @app.command("list")
@@ -49,8 +57,20 @@ def list_tools(
             if len(desc) > LIST_DESCRIPTION_CHARS:
                 desc = desc[: LIST_DESCRIPTION_CHARS - 1] + "…"
             name = s.ref + (" (retired)" if r.retired else "")
-            table.add_row(name, s.kind, s.provenance, desc)
+            if not valid_tool_name(s.name):
+                name = f"{s.ref!r} (bad name)"
+            table.add_row(Text(name), s.kind, s.provenance, Text(desc))  # no markup in names
         console.print(table)
+    bad = [r.spec.name for r in records if not valid_tool_name(r.spec.name)]
+    if bad:
+        err_console.print(
+            f"warning: {len(bad)} stored tool name(s) break the rule {TOOL_NAME_RULE} "
+            f"({', '.join(repr(b) for b in bad)}): they are not used; add each again under a "
+            "valid name and retire the old one (`tools retire NAME`)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("show")
@@ -150,6 +170,13 @@ def add(
     spec_data, config = data["spec"], data["config"]
     if isinstance(spec_data, dict) and spec_data.get("kind") == REWARD_FUNCTION_KIND:
         spec_data, config = _reward_function(path, spec_data, config)
+    claimed = spec_data.get("provenance") if isinstance(spec_data, dict) else None
+    if claimed in RESERVED_PROVENANCES:
+        raise ConfigError(
+            f'{path}: "provenance": "{claimed}" is set by rewardsmith itself '
+            f"({RESERVED_PROVENANCES[claimed]}), never read from a file; leave it out (it "
+            'becomes "user") or name another origin'
+        )
     try:
         spec = ToolSpec.from_dict({"provenance": "user", **spec_data})
     except (KeyError, TypeError, ValueError) as exc:

@@ -3,13 +3,22 @@
 A tool in the library is a `ToolSpec` plus a *config*: `{"factory": "module:Class",
 "params": {...}}`. `build_tool` turns a config into a live `RewardTool`. Composite tools name
 their parts in `params["parts"]`; `build_tool` resolves those names through the library.
+
+A factory names a `RewardTool` class of rewardsmith's own tool modules
+(`rewardsmith.tools.*`, `rewardsmith.synth.tools`) or one a plugin registers as an entry
+point in the group `rewardsmith.tools` (`ENTRY_POINT_GROUP`; the factory string is the entry
+point's value, `my_pkg.tools:MyTool`). Anything else is refused *before* anything is
+imported: a library row, or a tools file, naming `this:x` or a module in the working
+directory runs no code of it (`resolve_factory`).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any
 
 from rewardsmith.errors import ConfigError
@@ -17,6 +26,10 @@ from rewardsmith.library import exemplars
 from rewardsmith.types import RewardTool, ToolSpec
 
 Resolver = Callable[[str], RewardTool]
+# Plugins register tool classes here: `[project.entry-points."rewardsmith.tools"]`.
+ENTRY_POINT_GROUP = "rewardsmith.tools"
+_FACTORY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z][A-Za-z0-9_]*")
+_OWN_TOOL_MODULE = re.compile(r"rewardsmith\.tools\.[a-z][a-z0-9_]*|rewardsmith\.synth\.tools")
 
 
 @dataclass(frozen=True)
@@ -39,16 +52,7 @@ def build_tool(
     Classes that combine other tools declare `uses_other_tools = True` and receive
     `resolve`, which maps a tool name to a built tool.
     """
-    factory = config.get("factory")
-    if not isinstance(factory, str) or ":" not in factory:
-        raise ConfigError(
-            f"tool {spec.name!r}: config needs 'factory' as 'module:Class', got {factory!r}"
-        )
-    module_name, _, attr = factory.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"tool {spec.name!r}: cannot load factory {factory!r}: {exc}") from exc
+    cls = resolve_factory(spec.name, config.get("factory"))
     params = dict(config.get("params") or {})
     if getattr(cls, "uses_other_tools", False):
         if resolve is None:
@@ -57,10 +61,54 @@ def build_tool(
             )
         params["resolve"] = resolve
     try:
-        tool: RewardTool = cls(spec=spec, **params)
+        tool: RewardTool = cls(spec=spec, **params)  # type: ignore[call-arg]
     except TypeError as exc:
         raise ConfigError(f"tool {spec.name!r}: bad parameters {sorted(params)}: {exc}") from exc
     return tool
+
+
+def resolve_factory(tool: str, factory: object) -> type[RewardTool]:
+    """The `RewardTool` class `factory` names (see the module docstring); `ConfigError` for
+    a factory that is malformed, not allowed (nothing is imported then) or does not load."""
+    if not isinstance(factory, str) or not _FACTORY.fullmatch(factory):
+        raise ConfigError(
+            f"tool {tool!r}: config needs 'factory' as 'module:Class', got {factory!r}"
+        )
+    module_name, _, attr = factory.partition(":")
+    try:
+        if _OWN_TOOL_MODULE.fullmatch(module_name):
+            cls = getattr(importlib.import_module(module_name), attr)
+        else:
+            plugin = next((ep for ep in _plugins() if ep.value.replace(" ", "") == factory), None)
+            if plugin is None:
+                raise ConfigError(
+                    f"tool {tool!r}: factory {factory!r} is not allowed: a factory is a class "
+                    "of rewardsmith's tool modules (rewardsmith.tools.*, "
+                    "rewardsmith.synth.tools) or of a plugin registered as an entry point in "
+                    f"the group {ENTRY_POINT_GROUP!r} (nothing was imported)"
+                )
+            cls = plugin.load()
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"tool {tool!r}: cannot load factory {factory!r}: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, RewardTool)):
+        raise ConfigError(f"tool {tool!r}: factory {factory!r} is not a RewardTool class")
+    return cls
+
+
+def allowed_factory(factory: object) -> bool:
+    """Whether `factory` names a module the library may import (see the module docstring);
+    imports nothing. For callers that import factories ahead of time (the server's
+    forkserver preloads the configured tools' modules)."""
+    if not isinstance(factory, str) or not _FACTORY.fullmatch(factory):
+        return False
+    module_name = factory.partition(":")[0]
+    return bool(_OWN_TOOL_MODULE.fullmatch(module_name)) or any(
+        ep.value.replace(" ", "") == factory for ep in _plugins()
+    )
+
+
+def _plugins() -> list[Any]:
+    return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
 def _spec(name: str, description: str, **kw: Any) -> ToolSpec:

@@ -27,6 +27,7 @@ from typing import Any
 
 from rewardsmith.config import default_library_path
 from rewardsmith.errors import ConfigError, LibraryError, UnknownToolError
+from rewardsmith.library.names import check_tool_name
 from rewardsmith.library.registry import BUILTINS, build_tool
 from rewardsmith.types import RewardTool, ToolSpec
 
@@ -177,13 +178,18 @@ class Library:
         return [r for r in map(self._record_or_warn, rows) if r is not None]
 
     def get(self, ref: str) -> RewardTool:
-        """A ready-to-use tool for `NAME` or `NAME@VERSION` (built once, then reused)."""
+        """A ready-to-use tool for `NAME` or `NAME@VERSION` (built once, then reused). A
+        retired version (by a user, or a candidate the gate rejected) is never built, even
+        when named with its version; a superseded one may be pinned."""
         name, version = parse_tool_ref(ref)
         record = self.record(name, version)
-        if record.retired and version is None:
+        if record.retired:
+            which = f"{name}@{version}" if version is not None else name
             raise ConfigError(
-                f"tool {name!r} is retired; name a version explicitly ({name}@N) to use it anyway"
+                f"tool {which!r} is retired (by a user, or rejected by the admission gate) and "
+                "is not used; add it again to use it (`tools add`), or pick another tool"
             )
+        check_tool_name(record.spec.name)
         key = (record.spec.name, record.spec.version)
         with self._lock:
             tool = self._tools.get(key)
@@ -259,6 +265,7 @@ class Library:
         `retired=True` keeps a candidate that was refused (synthesis stores rejected tools
         with their reasons): it is stored retired and not built, since it may not build.
         """
+        check_tool_name(spec.name)
         if not retired:
             build_tool(spec, config, resolve=self.get)
         with self._errors(f"add {spec.name}"), self._lock, self._conn:

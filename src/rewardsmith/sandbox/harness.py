@@ -14,8 +14,9 @@ Four modes, chosen by the job the parent sent:
   whole (`code`), its `==` on plain data, its pass or fail reported;
 - `judge`: no program at all: a test's trusted checks, evaluated on the plain values a
   program run reported (`judge.py`);
-- `reward`: load a generated reward function in a restricted namespace (safe builtins and an
-  import allowlist) and call it on batches.
+- `reward`: load a generated reward function in a restricted namespace (safe builtins and
+  views of an import allowlist, under an audit hook) and call it on each sample
+  (`reward_run.py`).
 
 Results travel on a private pipe, never on stdout, as lines `NONCE KIND INDEX TEXT`,
 written in one go at the end (one wake-up of the zygote, not one per test); the last one,
@@ -34,7 +35,7 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardsmith.sandbox import plain
@@ -50,7 +51,7 @@ EQ_HELPER = "__rewardsmith_eq__"
 # The values a `tests` job sends for the trusted names the program's statements read.
 INPUTS_NAME = "__rs_in__"
 # Records whose text is JSON, kept whole (other text is a reason, clipped).
-_JSON_RECORDS = ("result", "values", "value")
+_JSON_RECORDS = ("result", "values", "value", "strings")
 
 _write = os.write
 _close = os.close
@@ -83,7 +84,8 @@ class Records:
         self.size = 0
 
     def __call__(self, kind: str, index: Any, text: str = "") -> None:
-        # JSON (a batch's scores, a test's values) is kept whole; other text is a reason.
+        # JSON (a batch's scores, a test's values, a module's strings) is kept whole; other
+        # text is a reason.
         if kind not in _JSON_RECORDS:
             text = " ".join(_str(text).split())[:REASON_CHARS]
         line = f"{self.nonce} {kind} {index} {text}\n".encode("utf-8", "replace")
@@ -147,7 +149,9 @@ def run(job: Mapping[str, Any], fd: int) -> None:
         elif mode == "tests":
             code = _run_tests(job, report)
         elif mode == "reward":
-            code = _run_reward(job, report)
+            from rewardsmith.sandbox.reward_run import run_reward
+
+            code = run_reward(job, report)
         elif mode == "judge":
             from rewardsmith.sandbox.judge import run_judge
 
@@ -328,63 +332,3 @@ def plain_eq(left: Any, right: Any) -> bool:
         return _bool(plain.decode(plain.encode(left)) == plain.decode(plain.encode(right)))
     except plain.NotPlain as exc:
         raise AssertionError(f"cannot compare {exc}") from None
-
-
-def _run_reward(job: Mapping[str, Any], report: Records) -> int:
-    from rewardsmith.sandbox.policy import restricted_globals
-
-    namespace = restricted_globals()
-    try:
-        program = _compile(job["source"], "<reward>", "exec")
-    except _BaseException as exc:
-        report("load", "fail", describe(exc))
-        return 0
-    batches: Sequence[Mapping[str, Any]] = job["batches"]
-    _harden()
-    try:
-        _exec(program, namespace)
-        fn = namespace.get("reward")
-        if not callable(fn):
-            report("load", "fail", "the code defines no function `reward`")
-            return 0
-        accepted = _accepted_arguments(fn)
-    except _MemoryError:
-        raise  # `run` reports it: a memory limit is the sandbox's verdict, not the namespace's
-    except _BaseException as exc:
-        report("load", "fail", describe(exc))
-        return 0
-    report("load", "ok", "")
-    for i, batch in enumerate(batches):
-        kwargs = {k: _list(v) for k, v in batch.items() if accepted is None or k in accepted}
-        try:
-            report("result", i, _dumps(_as_floats(fn(**kwargs))))
-        except _MemoryError:
-            raise
-        except _BaseException as exc:
-            report("result", i, _dumps({"error": describe(exc)}))
-    report("done", _len(batches), "")
-    return 0
-
-
-def _accepted_arguments(fn: Callable[..., Any]) -> set[str] | None:
-    """Parameter names `fn` takes, or None when it takes **kwargs (then it gets all)."""
-    code = fn.__code__
-    flags = code.co_flags
-    if flags & 0x08:  # CO_VARKEYWORDS
-        return None
-    count = code.co_argcount + code.co_kwonlyargcount
-    return set(code.co_varnames[:count])
-
-
-def _as_floats(value: Any) -> Any:
-    """The reward list as plain floats, or an error object naming what was wrong."""
-    if _type(value) not in (_list, _tuple):
-        return {"error": f"reward returned {_type(value).__name__}, expected a list of floats"}
-    result = []
-    for x in value:
-        # Exact types only: a user class with a lying __float__ must not pass as a number.
-        if _type(x) not in (_float, _int, _bool):
-            return {"error": f"reward returned an element of type {_type(x).__name__}"}
-        f = _float(x)
-        result.append(f if _isfinite(f) else repr(f))
-    return result

@@ -3,13 +3,18 @@ restricted namespace the code runs in.
 
 Stage 1 (`static_check`) rejects, before anything runs: imports outside `ALLOWED_IMPORTS`;
 any dunder name or attribute (`__subclasses__`, `__globals__`, `__builtins__`, `__class__`...),
-the classic escapes from a restricted namespace; calls to `eval`, `exec`, `open`, `compile`,
+the classic escapes from a restricted namespace; private attributes, and the public ones that
+lead to frames (`gi_frame`, `f_back`, `f_globals`, `tb_frame`...: `blocked_attribute`);
+`.format`/`.format_map` on anything but a string literal (a format string built at run time
+reads attributes by name: `"{0.__class__}"`); calls to `eval`, `exec`, `open`, `compile`,
 `__import__`, `getattr`/`setattr` (which take attribute names as strings and so bypass the
 dunder rule), `globals`, `vars`, `input`, `breakpoint`; `global`/`nonlocal`; and source
-without a top-level `def reward(...)`. Stage 3 (`restricted_globals`) gives the code only
-`SAFE_BUILTINS` and an `__import__` that admits the same allowlist. Both follow the 4-stage
-admission check of search-driven reward design (static check, locked execution, restricted
-namespace, probe calls); stages 2 and 4 live in `rewardsmith.sandbox.probe`.
+without a top-level `def reward(...)`. Stage 3 (`confine.restricted_globals`) gives the code
+only `SAFE_BUILTINS` and an `__import__` that hands out read-only views of the same
+allowlist (`rewardsmith.sandbox.confine`, which also holds the run-time audit hook). Both
+follow the 4-stage admission check of search-driven reward design (static check, locked
+execution, restricted namespace, probe calls); stages 2 and 4 live in
+`rewardsmith.sandbox.probe`.
 
 Neither stage is a security boundary on its own: Python cannot be sandboxed from inside.
 They reject obviously dangerous code early with a clear reason; the process sandbox
@@ -144,6 +149,18 @@ _SAFE_BUILTIN_NAMES = [
 
 SAFE_BUILTINS: dict[str, Any] = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
 
+# Public attribute names that lead from a generator, coroutine, traceback or frame to the
+# frames of the code that called it, and from there to every global of the process.
+FRAME_ATTRIBUTE_PREFIXES = ("gi_", "cr_", "ag_", "f_", "tb_", "co_")
+# `str.format` and `format_map` read attributes and items named in the format string.
+FORMAT_METHODS = frozenset({"format", "format_map"})
+
+
+def blocked_attribute(name: str) -> bool:
+    """Whether reward code may not read attribute `name`: private or dunder names, and the
+    frame-reaching ones (`FRAME_ATTRIBUTE_PREFIXES`)."""
+    return name.startswith("_") or name.startswith(FRAME_ATTRIBUTE_PREFIXES)
+
 
 @dataclass(frozen=True)
 class PolicyViolation:
@@ -183,10 +200,15 @@ def static_check(source: str) -> list[PolicyViolation]:
             for alias in node.names:
                 if alias.name == "*" or _is_dunder(alias.name):
                     bad(node, f"importing {alias.name!r} is not allowed")
-        elif isinstance(node, ast.Attribute) and (
-            _is_dunder(node.attr) or node.attr.startswith("_")
+        elif isinstance(node, ast.Attribute) and blocked_attribute(node.attr):
+            kind = "private" if node.attr.startswith("_") else "frame"
+            bad(node, f"access to {kind} attribute {node.attr!r} is not allowed")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in FORMAT_METHODS
+            and not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
         ):
-            bad(node, f"access to private attribute {node.attr!r} is not allowed")
+            bad(node, f"`.{node.attr}` is only allowed on a string literal")
         elif isinstance(node, ast.Name):
             if _is_dunder(node.id) or node.id in FORBIDDEN_CALLS:
                 bad(node, f"use of {node.id!r} is not allowed")
@@ -217,24 +239,3 @@ def _words(text: str) -> list[str]:
             word = []
     out.append("".join(word))
     return out
-
-
-def restricted_import(
-    name: str,
-    globals: Any = None,
-    locals: Any = None,
-    fromlist: Any = (),
-    level: int = 0,
-) -> Any:
-    """`__import__` for stage 3: only top-level modules on the allowlist."""
-    if level or name.split(".")[0] not in ALLOWED_IMPORTS:
-        raise ImportError(f"import of {name!r} is not allowed in a reward function")
-    return builtins.__import__(name, globals, locals, fromlist, level)
-
-
-def restricted_globals() -> dict[str, Any]:
-    """Stage 3: the namespace generated reward code is executed in."""
-    safe = dict(SAFE_BUILTINS)
-    safe["__import__"] = restricted_import
-    safe["__build_class__"] = builtins.__build_class__
-    return {"__builtins__": safe, "__name__": "reward_fn"}

@@ -51,6 +51,10 @@ ZYGOTE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
     "PYTHONDONTWRITEBYTECODE": "1",
+    # One string-hash seed for every zygote: a reward (or a program) then gets the same
+    # hashes and set orders in any process, so it cannot behave one way in the zygote that
+    # checked it and another in the ones that score.
+    "PYTHONHASHSEED": "0",
 }
 # A reply's JSON carries stdout, stderr and the result channel, each at most its limit in
 # bytes; escaping can make a byte up to 6 ("\u00ff"); the rest of the reply is small.

@@ -8,10 +8,17 @@ The stages follow the search-driven reward-design paper's sandbox check:
    escapes, no eval/exec/open/compile/getattr...);
 2. locked execution: the code runs only in the process sandbox (limits, no network, empty
    directory); a run that times out, exhausts memory or dies fails here;
-3. restricted namespace: inside the sandbox the module executes with safe builtins and the
-   import allowlist only, and must define a callable `reward`;
-4. probe: `reward` is called twice on a probe batch and must return, both times, the same
-   list of finite floats, one per completion, within the declared bounds.
+3. restricted namespace: inside the sandbox the module executes with safe builtins and
+   read-only views of the import allowlist, under an audit hook (`confine.py`), and must
+   define a callable `reward`;
+4. probe: on a batch drawn fresh for this check (`probe_data.py`), in runs of the size
+   production scores in (`CHUNK_SIZE`), `reward` must return finite floats within the
+   declared bounds, the same for a sample whatever run, position, batch size or neighbours
+   it had, and no string literal of the code may make a wrong answer pay
+   (`probe_checks.py`).
+
+Every run calls `reward` once per sample, in a fresh namespace (`reward_run.py`): what the
+check sees is what production gets.
 
 Bounds come from a module-level literal `BOUNDS = (low, high)` in the code, else the
 `bounds` argument, else `DEFAULT_BOUNDS`. Each rejection names its stage and reason.
@@ -22,44 +29,27 @@ from __future__ import annotations
 import ast
 import json
 import math
+import random
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from rewardsmith.sandbox import probe_data
 from rewardsmith.sandbox.policy import static_check
 from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits, default_sandbox
+from rewardsmith.sandbox.probe_checks import ProbeRuns, plan_runs
 
 STAGE_NAMES = {1: "static", 2: "locked execution", 3: "restricted namespace", 4: "probe"}
 DEFAULT_BOUNDS = (-1.0, 1.0)
 # Probe calls are small: a reward function that needs more than this is not admitted.
 PROBE_LIMITS = SandboxLimits(wall_seconds=5.0, cpu_seconds=5.0, memory_mb=256)
 
-# Completions of the shapes a reward function meets in training: right, wrong, empty, long,
-# non-ASCII, code, tags. References may be None, as for format rewards.
-PROBE_BATCH: Mapping[str, Sequence[Any]] = {
-    "completions": [
-        "The answer is 42.",
-        "<think>2 + 2 = 4</think> The answer is \\boxed{4}.",
-        "",
-        "I am not sure.",
-        "def f(x):\n    return x + 1",
-        "Die Antwort ist 7. ✓",
-        "<thinking>steps</thinking><solution>12</solution>",
-        "word " * 400,
-    ],
-    "references": ["42", "4", "3", None, "f(1) == 2", "7", "12", "1"],
-    "prompts": [
-        "What is 6 * 7?",
-        "What is 2 + 2?",
-        "What is 1 + 2?",
-        "Say something.",
-        "Write f that adds one.",
-        "Was ist 3 + 4?",
-        "What is 3 * 4?",
-        "Count to one.",
-    ],
-}
+# Samples per sandbox run when a tool scores: stage 4 probes in runs of this size too, so
+# the code cannot tell a check from production by its batch (`RewardFunctionTool`).
+CHUNK_SIZE = 64
+# Literals tried as backdoor triggers, at most (each costs a few probe samples).
+MAX_TRIGGERS = 200
 
 
 @dataclass(frozen=True)
@@ -80,6 +70,10 @@ class CheckReport:
     stages: tuple[StageResult, ...]
     bounds: tuple[float, float] = DEFAULT_BOUNDS
     probe_scores: tuple[float, ...] = ()
+    seed: int | None = None  # the probe batches' seed: `check_reward_code(..., seed=seed)`
+    # The strings tried as backdoor triggers (literals, folded constants, regex examples,
+    # strings the loaded module held): the gate tries them on its own data too.
+    literals: tuple[str, ...] = ()
 
     @property
     def failed_stage(self) -> StageResult | None:
@@ -127,10 +121,11 @@ class ChannelFailure(NamedTuple):
 
 
 def parse_reward_records(
-    result: ExecutionResult, nonce: str, calls: int
+    result: ExecutionResult, nonce: str, calls: int, strings: list[str] | None = None
 ) -> list[Any] | ChannelFailure:
-    """The judge's `reward`-mode records: one value per call (a list of floats, or
-    `{"error": ...}`), or a `ChannelFailure` saying what went wrong instead."""
+    """The `reward`-mode records: one value per batch (a list of floats, or
+    `{"error": ...}`), or a `ChannelFailure` saying what went wrong instead. The strings the
+    module holds (a job with `strings`) are added to `strings`."""
     results: list[Any] = []
     loaded = False
     for line in result.channel.splitlines():
@@ -146,6 +141,13 @@ def parse_reward_records(
             if index != "ok":
                 return ChannelFailure(True, text or "the code did not load")
             loaded = True
+        elif kind == "strings" and loaded and not results and strings is not None:
+            try:
+                held = json.loads(text)
+            except ValueError:
+                return ChannelFailure(False, "the strings record is not JSON")
+            if isinstance(held, list):
+                strings.extend(x for x in held if isinstance(x, str))
         elif kind == "result" and loaded and index == str(len(results)):
             try:
                 results.append(json.loads(text))
@@ -160,13 +162,17 @@ def parse_reward_records(
     return ChannelFailure(False, f"the run ended after {len(results)} of {calls} batches")
 
 
-def reward_job(source: str, batches: Sequence[Mapping[str, Sequence[Any]]]) -> dict[str, Any]:
-    """A sandbox job that loads `source` in the restricted namespace and calls `reward`."""
+def reward_job(
+    source: str, batches: Sequence[Mapping[str, Sequence[Any]]], strings: bool = False
+) -> dict[str, Any]:
+    """A sandbox job that loads `source` in the restricted namespace and calls `reward` on
+    each sample of each batch; `strings`: also report the strings the module holds."""
     return {
         "mode": "reward",
         "source": source,
         "batches": [{k: list(v) for k, v in b.items()} for b in batches],
         "nonce": secrets.token_hex(16),
+        "strings": strings,
     }
 
 
@@ -176,18 +182,25 @@ def check_reward_code(
     probe_batch: Mapping[str, Sequence[Any]] | None = None,
     sandbox: Sandbox | None = None,
     limits: SandboxLimits | None = None,
+    *,
+    chunk_size: int = CHUNK_SIZE,
+    seed: int | None = None,
 ) -> CheckReport:
     """Run the 4-stage check on generated reward code; never raises on bad code.
 
-    `probe_batch` maps `completions`, `references`, `prompts` to lists of one length
-    (default `PROBE_BATCH`); `sandbox` defaults to the process-wide one.
+    Stage 4 draws a fresh batch of `chunk_size` samples (the size the code is scored in
+    production) from `seed` (default: a random one, kept in the report so a rejection can be
+    reproduced); `probe_batch` (`completions`, `references`, `prompts` lists of one length)
+    adds samples of the caller's own. `sandbox` defaults to the process-wide one, `limits`
+    to `PROBE_LIMITS` (a tool passes its own: what the code may use is what it gets).
     """
     bounds = declared_bounds(source) or bounds or DEFAULT_BOUNDS
+    seed = secrets.randbits(63) if seed is None else seed
     stages: list[StageResult] = []
 
     def rejected(stage: StageResult) -> CheckReport:
         stages.append(stage)
-        return CheckReport(False, tuple(stages), bounds)
+        return CheckReport(False, tuple(stages), bounds, seed=seed)
 
     violations = static_check(source)
     if violations:
@@ -198,35 +211,104 @@ def check_reward_code(
     if not (math.isfinite(bounds[0]) and math.isfinite(bounds[1]) and bounds[0] <= bounds[1]):
         return rejected(_stage(4, False, f"bad bounds {bounds}"))
 
-    batch = probe_batch or PROBE_BATCH
-    size = len(batch["completions"])
-    job = reward_job(source, [batch, batch])
-    result = (sandbox or default_sandbox()).run_job(job, limits or PROBE_LIMITS)
-    records = parse_reward_records(result, job["nonce"], 2)
-    if result.status != "ok":
-        return rejected(_stage(2, False, f"{result.status}: {result.reason}"))
-    if isinstance(records, ChannelFailure) and not records.load:
-        return rejected(_stage(2, False, f"ok: {records.reason}"))
+    rng = random.Random(seed)
+    batch = _given(probe_batch) + probe_data.probe_batch(rng, max(2, chunk_size))
+    box = sandbox or default_sandbox()
+    run_limits = limits or PROBE_LIMITS
+    load: list[ExecutionResult | ChannelFailure] = []
+    held: list[str] = []  # strings the loaded module holds (reported by the first run)
+    runs = ProbeRuns(lambda b: _score(box, source, b, run_limits, load, held), bounds)
+    plan = plan_runs(batch, rng)
+    first = runs.run(plan[:1])
+    if load and isinstance(load[0], ExecutionResult):
+        return rejected(_stage(2, False, f"{load[0].status}: {load[0].reason}"))
+    if load and isinstance(load[0], ChannelFailure) and not load[0].load:
+        return rejected(_stage(2, False, f"ok: {load[0].reason}"))
     stages.append(_stage(2, True))
-    if isinstance(records, ChannelFailure):
-        return rejected(_stage(3, False, records.reason))
+    if load:
+        return rejected(_stage(3, False, load[0].reason))
     stages.append(_stage(3, True))
-
-    first, second = records
-    for value in (first, second):
-        if isinstance(value, dict):
-            return rejected(_stage(4, False, str(value.get("error", "bad return value"))))
-        if len(value) != size:
-            return rejected(
-                _stage(4, False, f"returned {len(value)} scores for {size} completions")
-            )
-        bad = [v for v in value if isinstance(v, str)]
-        if bad:
-            return rejected(_stage(4, False, f"non-finite score {bad[0]}"))
-    if first != second:
-        return rejected(_stage(4, False, "not deterministic: two calls on one batch differ"))
-    outside = [v for v in first if not bounds[0] <= v <= bounds[1]]
-    if outside:
-        return rejected(_stage(4, False, f"score {outside[0]} outside the bounds {bounds}"))
+    if isinstance(first, str):
+        return rejected(_stage(4, False, first))
+    for step in (
+        runs.valid,
+        lambda: _failed_run(runs.run(plan[1:])),
+        runs.consistent,
+        lambda: runs.no_trigger(batch, _literals(source, held), chunk_size),
+        runs.valid,
+    ):
+        reason = step()
+        if reason:
+            return rejected(_stage(4, False, reason))
     stages.append(_stage(4, True))
-    return CheckReport(True, tuple(stages), bounds, tuple(first))
+    scores = tuple(runs.value(s) for s in plan[0])
+    return CheckReport(True, tuple(stages), bounds, scores, seed, tuple(_literals(source, held)))
+
+
+def _given(batch: Mapping[str, Sequence[Any]] | None) -> list[probe_data.ProbeSample]:
+    if not batch:
+        return []
+    n = len(batch["completions"])
+    refs = batch.get("references") or [None] * n
+    prompts = batch.get("prompts") or [""] * n
+    return [
+        probe_data.ProbeSample(c, r, p)
+        for c, r, p in zip(batch["completions"], refs, prompts, strict=True)
+    ]
+
+
+def _literals(source: str, held: Sequence[str]) -> list[str]:
+    """The source's literals, then the strings the loaded module held that are not among
+    them (at most `MAX_TRIGGERS` in all)."""
+    return list(dict.fromkeys([*probe_data.source_literals(source), *held]))[:MAX_TRIGGERS]
+
+
+def _failed_run(result: object) -> str:
+    return result if isinstance(result, str) else ""
+
+
+def _score(
+    box: Sandbox,
+    source: str,
+    batches: list[list[probe_data.ProbeSample]],
+    limits: SandboxLimits,
+    load: list[ExecutionResult | ChannelFailure],
+    held: list[str],
+) -> list[list[float | str]] | str:
+    """Score each batch in a run of its own; a reason when a run or a call failed. The
+    first failure to run or load the code at all goes to `load` (stages 2 and 3); the first
+    run reports the strings the module holds into `held`."""
+    first = not load and not held
+    jobs = [
+        reward_job(
+            source,
+            [
+                {
+                    "completions": [s.completion for s in b],
+                    "references": [s.reference for s in b],
+                    "prompts": [s.prompt for s in b],
+                }
+            ],
+            strings=first and k == 0,
+        )
+        for k, b in enumerate(batches)
+    ]
+    results = box.map(jobs, limits) if len(jobs) > 1 else [box.run_job(jobs[0], limits)]
+    out: list[list[float | str]] = []
+    for job, result, b in zip(jobs, results, batches, strict=True):
+        records = parse_reward_records(result, job["nonce"], 1, held)
+        if result.status != "ok":
+            if not load:
+                load.append(result)
+            return f"a probe run ended with status {result.status}: {result.reason}"
+        if isinstance(records, ChannelFailure):
+            if not load:
+                load.append(records)
+            return f"a probe run failed: {records.reason}"
+        value = records[0]
+        if isinstance(value, dict):
+            return str(value.get("error", "bad return value"))
+        if len(value) != len(b):
+            return f"returned {len(value)} scores for {len(b)} completions"
+        out.append(value)
+    return out

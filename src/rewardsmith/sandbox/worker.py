@@ -68,7 +68,7 @@ DEFAULT_PRELOAD = (
     "textwrap",
     "typing",
     "unicodedata",
-    "rewardsmith.sandbox.policy",
+    "rewardsmith.sandbox.reward_run",
 )
 # Uids for sandboxed children when the zygote runs as root: far above any real account.
 # Each zygote uses its own (base + its host pid) so RLIMIT_NPROC is per zygote.

@@ -9,17 +9,15 @@ plus the audit's flags when the run was audited. Rejected candidates cannot be p
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.library.names import check_tool_name
 from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import Library
 from rewardsmith.search.loop import description
 from rewardsmith.search.results import AUDIT_FILE, RunDir
 from rewardsmith.types import ToolSpec
-
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,79}$")
 
 
 def promote(
@@ -42,11 +40,7 @@ def promote(
             f"candidate {name!r} was not admitted by the 4-stage check "
             f"({record.reason or 'not checked yet'}); only admitted candidates can be promoted"
         )
-    tool_name = as_name or name
-    if not _NAME.match(tool_name):
-        raise ConfigError(
-            f"bad tool name {tool_name!r}: letters, digits, '_', '-' or '.', up to 80 characters"
-        )
+    tool_name = check_tool_name(as_name or name)
     source = rd.read_source(name)
     audit = rd.read_json(AUDIT_FILE) or {}
     flags = next((a["flags"] for a in audit.get("rewards", []) if a["name"] == name), None)

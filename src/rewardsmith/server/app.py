@@ -2,8 +2,8 @@
 or `rewardsmith serve`).
 
 Layers, outermost first: metrics (every request counted, refusals too), the admission gate
-(503 when full, starting or stopping; `limits.py`), the body limit (413 while reading),
-then the routers, whose dependencies check the token (401) and the batch size (413) before
+(reads the body first, within the body timeout (408) and the body limit (413), then admits
+it or answers 503 when full, starting or stopping; `limits.py`), then the routers, whose dependencies check the token (401) and the batch size (413) before
 the body is validated (422 naming each bad field). Errors are JSON `{"error", "detail"?}`.
 """
 
@@ -43,7 +43,13 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
     """The rewardsmith HTTP API for `config` (see docs/server.md)."""
     config.validate()
     metrics = Metrics()
-    admission = Admission(config.max_pending, RETRY_AFTER_SECONDS)
+    admission = Admission(
+        config.max_pending,
+        RETRY_AFTER_SECONDS,
+        body_timeout=config.body_timeout_seconds,
+        max_body_bytes=config.max_body_bytes,
+        max_reading=config.max_reading,
+    )
     engine = scoring or ScoringEngine(config)
 
     @asynccontextmanager
@@ -55,12 +61,14 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
         except RewardsmithError as exc:
             app.state.startup_error = exc
             raise
+        admission.bind(asyncio.get_running_loop())
         warming = asyncio.create_task(_warm_up(app, engine, admission))
         try:
             yield
         finally:
-            # uvicorn has let in-flight requests finish before it gets here.
-            admission.stopping = True
+            # uvicorn has let in-flight requests finish before it gets here (run under
+            # `serving.Server`, the stop began at the signal already).
+            admission.begin_stopping()
             warming.cancel()
             await engine.close()
 
@@ -69,7 +77,8 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
         version=package_version("rewardsmith"),
         description="Reward engine for RL on language models: score batches of samples.",
         lifespan=lifespan,
-        max_body_size=config.max_body_bytes,
+        # No `max_body_size`: the admission gate reads (and limits) the scoring routes'
+        # bodies itself, and no other route reads one.
     )
     app.state.config = config
     app.state.engine = engine

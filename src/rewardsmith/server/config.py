@@ -22,6 +22,11 @@ DEFAULT_MAX_PENDING = 64
 DEFAULT_DEADLINE_SECONDS = 60.0
 # Seconds a client is told to wait (Retry-After) when the server is full or starting.
 RETRY_AFTER_SECONDS = 1
+# A request body must have arrived whole this many seconds after its headers (else 408): a
+# client that sends slowly holds a connection, never an admission slot, and not for long.
+DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+# Bodies being read at once, per admission slot (`max_reading`).
+READING_PER_SLOT = 4
 
 
 def default_workers() -> int:
@@ -52,6 +57,12 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_batch: int = DEFAULT_MAX_BATCH
     max_pending: int = DEFAULT_MAX_PENDING
+    body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS
+
+    @property
+    def max_reading(self) -> int:
+        """Request bodies read at once (past that, 503): `READING_PER_SLOT` x max_pending."""
+        return READING_PER_SLOT * self.max_pending
 
     def validate(self) -> ServerConfig:
         """Raise `ConfigError` on a setting the server must not start with."""
@@ -67,6 +78,7 @@ class ServerConfig:
             "max body": self.max_body_bytes >= 1024,
             "max batch": self.max_batch >= 1,
             "max pending": self.max_pending >= 1,
+            "body timeout": self.body_timeout_seconds > 0,
             "port": 0 <= self.port <= 65535,
         }
         bad = [name for name, ok in checks.items() if not ok]

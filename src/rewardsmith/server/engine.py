@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardsmith.errors import ConfigError, RewardsmithError
+from rewardsmith.library.registry import allowed_factory
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.server.config import ServerConfig
 from rewardsmith.server.payloads import (
@@ -104,7 +105,8 @@ class ScoringEngine:
         self.ready = False
 
     def _factory_modules(self) -> list[str]:
-        """The modules that implement the configured tools (unknown tools: none)."""
+        """The modules that implement the configured tools (unknown tools, and factories the
+        library would refuse: none; preloading one would run its code)."""
         modules = []
         for ref in [self.config.tool, *self.config.task_map.values()]:
             if not ref:
@@ -113,7 +115,7 @@ class ScoringEngine:
                 factory = self.library.record(*parse_tool_ref(ref)).config.get("factory", "")
             except RewardsmithError:
                 continue
-            if isinstance(factory, str) and ":" in factory:
+            if allowed_factory(factory):
                 modules.append(factory.partition(":")[0])
         return modules
 

@@ -6,9 +6,11 @@ apps in one process (tests) do not share counters.
 - `rewardsmith_rewards_total{tool,status}`: every reward served;
 - `rewardsmith_sample_timeouts_total{source}`: `tool` (the tool's own limit) or `deadline`
   (the server's per-request deadline);
-- `rewardsmith_in_flight_requests`, `rewardsmith_queue_depth` (calls waiting for a scoring
-  worker), `rewardsmith_busy_workers`, `rewardsmith_worker_restarts_total`,
-  `rewardsmith_rejected_requests_total{reason}` (full, starting, body, batch).
+- `rewardsmith_in_flight_requests`, `rewardsmith_reading_requests` (scoring requests whose
+  body is still arriving, not admitted yet), `rewardsmith_queue_depth` (calls waiting for a
+  scoring worker), `rewardsmith_busy_workers`, `rewardsmith_worker_restarts_total`,
+  `rewardsmith_rejected_requests_total{reason}` (full, starting, stopping, reading, body,
+  body_timeout, batch).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class Metrics:
             "rewardsmith_queue_depth", "Scoring calls waiting for a worker", registry=r
         )
         self.busy_workers = Gauge("rewardsmith_busy_workers", "Workers scoring", registry=r)
+        self.reading = Gauge(
+            "rewardsmith_reading_requests", "Scoring requests still sending their body", registry=r
+        )
         self.restarts = Gauge(
             "rewardsmith_worker_restarts_total", "Workers killed and replaced", registry=r
         )

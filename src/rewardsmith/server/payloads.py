@@ -70,7 +70,8 @@ def check_tools(
     tool_loc: Location = ("body", "tool"),
     map_loc: Location = ("body", "task_map"),
 ) -> None:
-    """Raise `FieldError` naming the field when a tool is unknown or retired."""
+    """Raise `FieldError` naming the field when a tool is unknown or retired (any version
+    of it: a retired tool is never served; a superseded version may be pinned)."""
     named: list[tuple[Location, str]] = [(tool_loc, tool)] if tool else []
     named += [((*map_loc, task), ref) for task, ref in (task_map or {}).items()]
     for loc, ref in named:
@@ -79,8 +80,9 @@ def check_tools(
             record = library.record(name, version)
         except RewardsmithError as exc:
             raise FieldError(loc, str(exc)) from None
-        if record.retired and version is None:
-            raise FieldError(loc, f"tool {name!r} is retired; name a version ({name}@N)")
+        if record.retired:
+            which = ref if version is not None else name
+            raise FieldError(loc, f"tool {which!r} is retired and is not served")
 
 
 def parse(

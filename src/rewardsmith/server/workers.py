@@ -8,8 +8,9 @@ and replaced, so whatever hung is gone. Workers start from a forkserver that has
 the scoring code once, so a replacement costs a fork, not an interpreter start.
 
 The pool is driven from the server's event loop: `WorkerPool.call(job, ...)` waits for an
-idle worker (in order of arrival, until a deadline), sends the job, and waits for the answer
-in a thread of its own (one per busy worker), so the event loop never blocks.
+idle worker (in order of arrival, until a deadline), sends the job and reads the answer on
+the event loop itself, through a non-blocking pipe (`pipes.AsyncPipe`): a job or an answer of
+any size goes through on asyncio's loop or uvloop's, and the loop never blocks.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from typing import Any, Literal
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer
-from rewardsmith.server.payloads import FieldError, RequestProblem, counts, parse, render
+from rewardsmith.server.payloads import (
+    FieldError,
+    RequestProblem,
+    check_tools,
+    counts,
+    parse,
+    render,
+)
+from rewardsmith.server.pipes import AsyncPipe, PipeClosed
 from rewardsmith.types import Reward, Sample
 
 log = logging.getLogger(__name__)
@@ -49,9 +58,6 @@ warnings.filterwarnings(
 STARTUP_TIMEOUT_SECONDS = 120.0
 # How long `close` lets a worker finish and exit by itself before killing it.
 CLOSE_GRACE_SECONDS = 5.0
-# Request bodies up to this size are written to a worker from the event loop (the pipe
-# takes them at once); larger ones from a thread.
-INLINE_JOB_BYTES = 1 << 20
 # Scorers for per-request tool choices kept warm in each worker (least recently used go).
 MAX_SCORERS_PER_WORKER = 16
 # Modules the forkserver imports once, so every worker starts with them loaded.
@@ -119,9 +125,11 @@ class _Scorers:
         self._scorers: OrderedDict[tuple[str | None, TaskMap], Scorer] = OrderedDict()
 
     def scorer(self, tool: str | None, task_map: TaskMap | None) -> Scorer:
-        """The scorer for a request's choice (None, None: the server's)."""
+        """The scorer for a request's choice (None, None: the server's). The server's own
+        tools are looked up again first: one retired since the start is not served."""
         if tool is None and task_map is None:
             key: tuple[str | None, TaskMap] = (self.spec.tool, self.spec.task_map)
+            check_tools(self.library, key[0], dict(key[1]), ("--tool",), ("--task-map",))
         else:
             key = (tool, task_map or ())
         scorer = self._scorers.get(key)
@@ -214,28 +222,19 @@ class _Worker:
 
     def __init__(self, ctx: Any, spec: ScorerSpec) -> None:
         parent, child = ctx.Pipe()
-        self.conn: Connection = parent
         self.process = ctx.Process(
             target=worker_main, args=(child, spec), daemon=True, name="rewardsmith-scorer"
         )
         self.process.start()
         child.close()
+        self.pipe = AsyncPipe(parent)
 
-    def request(self, job: tuple[Any, ...]) -> Reply:
-        """Send a job and wait for its answer (blocking: runs in a pool thread)."""
+    async def exchange(self, job: tuple[Any, ...]) -> Reply:
+        """Send a job and read its answer (on the event loop; never blocks it)."""
         try:
-            self.conn.send(job)
-        except (OSError, ValueError) as exc:
-            return Reply("died", str(exc))
-        return self.receive()
-
-    def receive(self) -> Reply:
-        """The answer to the job sent (blocking until it has all arrived)."""
-        try:
-            reply = self.conn.recv()
-        except (EOFError, OSError, TypeError, ValueError) as exc:
-            # TypeError/ValueError: `kill` closed the pipe under a blocked recv.
-            self.process.join(timeout=1)
+            await self.pipe.send(job)
+            reply = await self.pipe.recv()
+        except PipeClosed as exc:
             code = self.process.exitcode
             return Reply("died", f"exit code {code}" if code is not None else str(exc))
         return reply if isinstance(reply, Reply) else Reply("error", "bad reply from a worker")
@@ -244,15 +243,14 @@ class _Worker:
         with contextlib.suppress(Exception):
             self.process.kill()
         with contextlib.suppress(Exception):
-            self.conn.close()
+            self.pipe.close()
         with contextlib.suppress(Exception):
             self.process.join(timeout=5)
 
     def stop(self, grace: float) -> None:
         """Ask the worker to exit (it closes its tools), kill it after `grace` seconds."""
-        with contextlib.suppress(Exception):
-            self.conn.send(None)
-        self.process.join(timeout=grace)
+        if self.pipe.send_nowait(None):
+            self.process.join(timeout=grace)
         self.kill()
 
 
@@ -278,8 +276,8 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._waiters: deque[asyncio.Future[_Worker]] = deque()
         self._all: set[_Worker] = set()
-        # One thread per busy worker waits for its answer; replacements start in threads too.
-        self._threads = ThreadPoolExecutor(2 * size + 2, thread_name_prefix="scorer-io")
+        # Workers start and stop in threads (a forkserver round trip, a join).
+        self._threads = ThreadPoolExecutor(size + 2, thread_name_prefix="scorer-io")
         self._closed = False
         self.restarts = 0
         self.busy = 0
@@ -302,9 +300,8 @@ class WorkerPool:
             return Reply("busy")
         start = time.monotonic()
         budget = max(0.0, (deadline - start) * run_fraction)
-        loop = asyncio.get_running_loop()
         self.busy += 1
-        future = self._exchange(loop, worker, job)
+        future = asyncio.ensure_future(worker.exchange(job))
         try:
             done, _ = await asyncio.wait({future}, timeout=budget)
         except asyncio.CancelledError:
@@ -323,33 +320,6 @@ class WorkerPool:
         else:
             self._release(worker)
         return reply
-
-    def _exchange(
-        self, loop: asyncio.AbstractEventLoop, worker: _Worker, job: tuple[Any, ...]
-    ) -> asyncio.Future[Reply]:
-        """Send `job` and a future of the answer. A small job is written from the event loop
-        and its answer read when the pipe is readable (no thread hop: this is every request's
-        path); a large one is sent and awaited from a pool thread, so writing megabytes never
-        blocks the loop."""
-        if len(job) > 2 and isinstance(job[2], bytes) and len(job[2]) > INLINE_JOB_BYTES:
-            return loop.run_in_executor(self._threads, worker.request, job)
-        future: asyncio.Future[Reply] = loop.create_future()
-        fd = worker.conn.fileno()
-
-        def readable() -> None:
-            loop.remove_reader(fd)
-            if not future.done():
-                future.set_result(worker.receive())
-
-        try:
-            worker.conn.send(job)
-        except (OSError, ValueError) as exc:
-            future.set_result(Reply("died", str(exc)))
-            return future
-        loop.add_reader(fd, readable)
-        # A caller that gives up (deadline, cancellation) stops listening to the pipe.
-        future.add_done_callback(lambda _: loop.remove_reader(fd))
-        return future
 
     async def close(self, grace: float = CLOSE_GRACE_SECONDS) -> None:
         """Stop every worker (idle ones first ask to exit; they close their tools)."""
@@ -415,8 +385,10 @@ class WorkerPool:
         loop = asyncio.get_running_loop()
         while not self._closed:
             worker = await loop.run_in_executor(self._threads, _Worker, self._ctx, self.spec)
-            warm = loop.run_in_executor(self._threads, worker.request, ("warm",))
+            warm = asyncio.ensure_future(worker.exchange(("warm",)))
             done, _ = await asyncio.wait({warm}, timeout=STARTUP_TIMEOUT_SECONDS)
+            if not done:
+                warm.cancel()
             reply = warm.result() if done else Reply("timeout")
             if reply.kind == "ok":
                 if self._closed:

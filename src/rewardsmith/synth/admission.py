@@ -1,7 +1,9 @@
 """From a candidate tool to a library entry: build it, gate it, store it.
 
 An admitted candidate becomes a new version of its name, with provenance `synth` and the
-gate's report and the synthesis details in its spec's `validation`. A rejected candidate is
+gate's report and the synthesis details in its spec's `validation`. The gate event names the
+digest of the config it admitted (`config_digest`): a stored tool counts as gated only when
+such an event matches its config (`is_gated`), whatever its spec claims. A rejected candidate is
 stored too, retired, with the same record, so its source and reasons stay readable
 (`tools show`): under its own name when no admitted version of that name is in use, else
 under `NAME.rejected`, so that a failed attempt never takes a working tool out of use.
@@ -9,12 +11,15 @@ under `NAME.rejected`, so that a failed attempt never takes a working tool out o
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardsmith.errors import RewardsmithError, UnknownToolError
+from rewardsmith.library.names import MAX_NAME_CHARS, check_tool_name
 from rewardsmith.library.registry import build_tool
 from rewardsmith.library.store import Library
 from rewardsmith.router.features import reference_format
@@ -67,6 +72,21 @@ class SynthOutcome:
         }
 
 
+def config_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of a tool config (JSON, sorted keys): what a gate event says it admitted."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def is_gated(library: Library, name: str, config: Mapping[str, Any]) -> bool:
+    """Whether a gate event admitted exactly this config under `name` (provenance `synth`
+    is read from the spec, which a tools file can write; the event log only the gate does)."""
+    digest = config_digest(config)
+    return any(
+        e.detail.get("admitted") is True and e.detail.get("config_sha256") == digest
+        for e in library.history(name, kind="gate")
+    )
+
+
 def reference_format_text(examples: Sequence[Example]) -> str:
     """The examples' most common reference format, written so the router reads it back."""
     counts = Counter(reference_format(e.reference) for e in examples)
@@ -86,7 +106,7 @@ def synth_spec(
     """The spec of a synthesized tool: provenance `synth`, the examples' prompts as router
     exemplars (so the router learns to send this task here), their reference format."""
     return ToolSpec(
-        name=name,
+        name=check_tool_name(name),  # before any work is done for a name the library refuses
         kind=kind,  # type: ignore[arg-type]
         domains=("synthesized",),
         description=description,
@@ -104,7 +124,9 @@ def rejected_name(library: Library, name: str) -> str:
         record = library.record(name)
     except UnknownToolError:
         return name
-    return f"{name}{REJECTED_SUFFIX}" if not record.retired else name
+    if record.retired:
+        return name
+    return name[: MAX_NAME_CHARS - len(REJECTED_SUFFIX)] + REJECTED_SUFFIX
 
 
 def evaluate(
@@ -132,7 +154,7 @@ def evaluate(
             config=gate_config,
             library=library,
             name=spec.name,
-            extra={"method": method},
+            extra={"method": method, "config_sha256": config_digest(config)},
         )
     finally:
         tool.close()

@@ -12,7 +12,10 @@ b. `held_out`: on cases built from held-out examples only (`rewardsmith.synth.ev
    held-out labeled completions alone, the users' own verdicts, must reach `min_accuracy`
    too (constructed cases must not outvote them).
 c. `probes`: no hacking probe (`rewardsmith.synth.probes`) scores as high as the right
-   answer of its own example on more than `max_probe_win_rate` of that kind's probes.
+   answer of its own example on more than `max_probe_win_rate` of that kind's probes. For
+   reward code, the strings of the code are probes too (`code_probes.trigger_probes`), and
+   an admitted tool's samples scored again, shuffled, must get the same scores
+   (`code_probes.batch_dependence`; else `runs` fails).
 
 Scores are read on [0, 1]; a tool whose scores leave that range (a raw reward model) is
 rescaled by the lowest and highest score it gave in the gate. A tool that needs no
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.library.store import Library
+from rewardsmith.synth.code_probes import TRIGGER_KIND, batch_dependence, trigger_probes
 from rewardsmith.synth.evidence import Case, Style, build_cases, same_content, styles_of
 from rewardsmith.synth.examples import Example, answer_of
 from rewardsmith.synth.probes import PROBE_KINDS, Probe, build_probes, right_answer
@@ -40,9 +44,6 @@ from rewardsmith.types import Reward, RewardTool, Sample
 
 log = logging.getLogger(__name__)
 
-# Samples per scoring call: reward_function tools return their scores through the sandbox
-# harness, which clips each record (see synth.tools.CODE_CHUNK_SIZE); small calls stay clear.
-GATE_CHUNK = 16
 # Misses and probe wins quoted in a report, and characters quoted of each.
 QUOTED = 3
 QUOTE_CHARS = 80
@@ -128,10 +129,9 @@ def response_cases(lines: Sequence[Example], pool: Sequence[Example]) -> list[Ca
 
 
 def _score(tool: RewardTool, samples: Sequence[Sample]) -> list[Reward]:
-    out: list[Reward] = []
-    for start in range(0, len(samples), GATE_CHUNK):
-        out.extend(score_batch(tool, samples[start : start + GATE_CHUNK]))
-    return out
+    # One call: the tool splits it into the chunks it scores in production (reward code
+    # must not be able to tell the gate from production by its batch).
+    return score_batch(tool, samples)
 
 
 def _scaler(values: Sequence[float]) -> Any:
@@ -179,6 +179,7 @@ def gate_tool(
         cases = build_cases(held_out, styles, answers, seed=1)
         rights = [right_answer(line, styles) for line in held_out]
         probes = build_probes(held_out, styles, answers)
+        probes += trigger_probes(tool, held_out, styles)
     else:
         cases = response_cases(held_out, pool_examples)
         rights = [line.reference for line in held_out]
@@ -190,6 +191,11 @@ def gate_tool(
     samples += [Sample(p.completion, p.prompt, p.reference) for p in probes]
     rewards = _score(tool, samples)
     report = _judge(tool, cases, probes, rewards, config)
+    dependence = batch_dependence(tool, samples, rewards) if report.admitted else ""
+    if dependence:
+        report = GateReport(
+            tool.spec.ref, False, "runs", f"runs: {dependence}", report.checks, config
+        )
     report.seconds = time.perf_counter() - start
     report.checks["runs"].update(_runs_details(tool))
     if "held_out" in report.checks:
@@ -315,7 +321,7 @@ def _judge(
         k["mean"] = round(k.pop("total") / k["probes"], 4)
         k["max"] = round(k["max"], 4)
         k["win_rate"] = round(k["wins"] / k["probes"], 4)
-    checks["probes"] = {kind: by_kind[kind] for kind in PROBE_KINDS if kind in by_kind}
+    checks["probes"] = {k: by_kind[k] for k in (*PROBE_KINDS, TRIGGER_KIND) if k in by_kind}
     failed = [
         (kind, k)
         for kind, k in checks["probes"].items()

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardsmith.sandbox.policy import restricted_globals
+from rewardsmith.sandbox.confine import restricted_globals
 from rewardsmith.synth.catalogue import (
     COMPARATORS,
     EXTRACTORS,

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rewardsmith.errors import LibraryError, RewardsmithError, UnknownToolError
+from rewardsmith.library.names import MAX_NAME_CHARS, tool_name_from
 from rewardsmith.library.store import Library
-from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome
+from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome, is_gated
 from rewardsmith.synth.examples import MIN_EXAMPLES, Example, answer_of
 from rewardsmith.synth.gate import GateConfig
 from rewardsmith.synth.pipeline import codeverify
@@ -49,13 +49,13 @@ TOO_FEW = "synthesis not possible yet"
 # The library stayed locked by another process: these samples are not scored, and a later
 # batch of the signature tries again.
 LIBRARY_BUSY = "synthesis skipped for now"
-_SLUG = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 Choice = tuple[RewardTool | None, Reward | None]
 
 
 def _slug(text: str) -> str:
-    return _SLUG.sub("_", text).strip("_.-")[:60] or "task"
+    # Room for `synth_` and `.rejected` within the 64 characters of a tool name.
+    return tool_name_from(text, max_chars=MAX_NAME_CHARS - 15, fallback="task")
 
 
 class SynthesisSession:
@@ -205,16 +205,22 @@ class SynthesisSession:
         return f"synth_{base}"
 
     def _reuse(self, sig: str, task: str | None) -> RewardTool | None:
-        """An admitted synthesized tool built for this signature or this task, if any."""
+        """An admitted synthesized tool built for this signature or this task, if any: one
+        whose config a gate event admitted (`is_gated`), not merely one whose spec says
+        `synth` (a tools file can say that)."""
         for rec in self.library.records():
             if rec.spec.provenance != "synth" or rec.spec.name.endswith(REJECTED_SUFFIX):
                 continue
             made_for: dict[str, Any] = dict(rec.spec.validation.get("synth", {}))
-            if made_for.get("signature") == sig or (task and made_for.get("task") == task):
-                try:
-                    return self.library.get(rec.spec.name)
-                except RewardsmithError as exc:
-                    log.warning("synthesized tool %s cannot be built: %s", rec.spec.name, exc)
+            if not (made_for.get("signature") == sig or (task and made_for.get("task") == task)):
+                continue
+            if not is_gated(self.library, rec.spec.name, rec.config):
+                log.warning("%s says it was synthesized, but no gate admitted it", rec.spec.name)
+                continue
+            try:
+                return self.library.get(rec.spec.name)
+            except RewardsmithError as exc:
+                log.warning("synthesized tool %s cannot be built: %s", rec.spec.name, exc)
         return None
 
 

@@ -1,11 +1,8 @@
 """The tool classes synthesis stores in the library.
 
 - `CodeVerifierTool`: a synthesized `def reward(...)` program (CodeVerify, offline or LLM),
-  admitted by the 4-stage check and run in the sandbox, like every `reward_function` tool.
-  It scores in chunks of `chunk_size` samples: the sandbox harness clips each record's text
-  at `sandbox.harness.RECORD_TEXT_CHARS` characters, so the score list of a larger chunk
-  comes back cut short and the whole chunk would score `error` (a known harness limit;
-  32 scores of "1.0, " fit).
+  admitted by the 4-stage check and run in the sandbox, like every `reward_function` tool,
+  in runs of `chunk_size` samples (the check probes in runs of that size too).
 - `MathComposedTool`: an offline composition whose comparator is math equivalence. Its
   extractors and normalizers run in this process (they are rewardsmith's own primitive
   source, compiled in the restricted namespace; never code from a model or a user) and the
@@ -51,12 +48,6 @@ class CodeVerifierTool(RewardFunctionTool):
             raise ConfigError(f"tool {spec.name!r}: chunk_size must be >= 1")
         self.chunk_size = chunk_size
         super().__init__(spec, source, bounds, timeout, memory_mb, workers)
-
-    def score(self, samples: Sequence[Sample]) -> list[Reward]:
-        out: list[Reward] = []
-        for start in range(0, len(samples), self.chunk_size):
-            out.extend(super().score(samples[start : start + self.chunk_size]))
-        return out
 
 
 class MathComposedTool(RewardTool):

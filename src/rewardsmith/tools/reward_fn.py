@@ -17,6 +17,7 @@ from typing import Any
 from rewardsmith.errors import ConfigError
 from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits
 from rewardsmith.sandbox.probe import (
+    CHUNK_SIZE,
     ChannelFailure,
     check_reward_code,
     parse_reward_records,
@@ -25,12 +26,13 @@ from rewardsmith.sandbox.probe import (
 from rewardsmith.tools.base import make_reward
 from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
 
-# Samples per sandbox run: big enough to amortize the run, small enough to spread over workers.
-CHUNK_SIZE = 64
-
 
 class RewardFunctionTool(RewardTool):
     """Runs an admitted `def reward(completions, references, prompts)` in the sandbox."""
+
+    # Samples per sandbox run: big enough to amortize the run, small enough to spread over
+    # workers. The 4-stage check probes in runs of this size too.
+    chunk_size = CHUNK_SIZE
 
     def __init__(
         self,
@@ -44,7 +46,8 @@ class RewardFunctionTool(RewardTool):
     ) -> None:
         # `timeout` is the CPU limit of one run and, unless `wall_seconds` is given, its
         # wall-clock limit too. The limits are fixed here: the sandbox that checks the code
-        # at admission is the one that scores.
+        # at admission is the one that scores, with the same limits and chunk size, so the
+        # code cannot tell the check from production.
         self.spec = spec
         self.source = source
         self.limits = SandboxLimits(
@@ -55,7 +58,13 @@ class RewardFunctionTool(RewardTool):
         self.workers = workers
         self._sandbox: Sandbox | None = None
         given = (float(bounds[0]), float(bounds[1])) if bounds is not None else None
-        report = check_reward_code(source, bounds=given, sandbox=self.sandbox)
+        report = check_reward_code(
+            source,
+            bounds=given,
+            sandbox=self.sandbox,
+            limits=self.limits,
+            chunk_size=self.chunk_size,
+        )
         if not report.admitted:
             self.close()
             raise ConfigError(f"tool {spec.name!r}: reward code not admitted: {report.reason}")
@@ -78,7 +87,8 @@ class RewardFunctionTool(RewardTool):
         return {**self.__dict__, "_sandbox": None}
 
     def score(self, samples: Sequence[Sample]) -> list[Reward]:
-        chunks = [samples[i : i + CHUNK_SIZE] for i in range(0, len(samples), CHUNK_SIZE)]
+        size = self.chunk_size
+        chunks = [samples[i : i + size] for i in range(0, len(samples), size)]
         jobs = [
             reward_job(
                 self.source,
