@@ -16,13 +16,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rewardsmith"
 LAYERS: list[set[str]] = [
     {"sandbox"},  # runs untrusted code: imports nothing else of rewardsmith
     {"types", "errors", "config"},
-    {"combine", "jsonl", "llm", "client"},
-    {"models", "report"},  # Hugging Face loading (local paths, GGUF, dtype, threads); plots
+    {"combine", "jsonl", "llm", "client", "answers"},
+    {"models", "report", "exploits"},  # HF loading; plots; the exploit corpus
     {"library", "rm"},
     {"tools"},
     {"router"},
     {"synth"},
-    {"scoring"},
+    {"scoring", "audit"},
     {"integrations", "bench"},
     {"rl"},
     {"search", "server"},
