@@ -23,8 +23,9 @@ completion's extract + compare) gets a `timeout_seconds` deadline of our own
 enforces `timeout_seconds + verifier_pool.KILL_GRACE_SECONDS` per step from any thread: a
 worker that overruns (stuck in C code, stopped) is killed and replaced, its current item
 scores `timeout`, the rest is re-sent, and the caller never waits longer.
-`workers=0` scores in the calling process: no start-up cost, but the deadline then works
-only when `score` is called from the main thread; elsewhere nothing is interrupted.
+`workers=0` scores in the calling process: no start-up cost, and each step still has its
+deadline in any thread (a timer signal on the main thread, a profile hook elsewhere:
+`rewardsmith.tools.deadline`), but a step stuck inside one C call cannot be stopped there.
 
 Missing, empty or unparseable references, and references of another tool's kind (a JSON list
 of unit tests, a HumanEval record), give `invalid_reference` (score None), a completion
@@ -39,14 +40,24 @@ import os
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from math_verify import parse, verify
 
+from rewardsmith.answers import hedge_reason
 from rewardsmith.config import clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Group, Verdict
+from rewardsmith.tools.math_answers import (
+    MAX_CANDIDATES,
+    MathReading,
+    as_latex,
+    as_one,
+    read_math,
+    single_valued,
+)
 from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.tools.verifier_pool import VerifierPool
 from rewardsmith.types import Reward, ToolSpec
@@ -151,6 +162,15 @@ def _answer_excerpt(answer: list[Any]) -> str:
     return text if len(text) <= ANSWER_EXCERPT_CHARS else text[:ANSWER_EXCERPT_CHARS] + "..."
 
 
+@dataclass(frozen=True)
+class MathAnswer:
+    """What `MathTool.extract` reads: math-verify's parse of the whole text (possibly empty)
+    and the answers the completion offers."""
+
+    parsed: list[Any]
+    reading: MathReading
+
+
 class MathTool(AnswerVerifier):
     """Math final-answer equivalence with math-verify; see the module docstring.
 
@@ -202,25 +222,63 @@ class MathTool(AnswerVerifier):
             raise InvalidReferenceError(problem)
         return gold
 
-    def extract(self, completion: str) -> list[Any] | None:
-        """The candidate answers math-verify finds in the clipped `completion` (`parse` with
-        its defaults: LaTeX then plain expressions, `\\boxed{}` first), or None when it finds
-        none. A short delimiter-free completion that reads as one LaTeX expression is parsed
-        as `$completion$`, as a bare reference is."""
-        text = clip_tail(completion)
-        answer = _parse(text)
-        bare = text.strip()
+    def extract(self, completion: str) -> MathAnswer | None:
+        """What the clipped `completion` answers: math-verify's own reading (`parse` with
+        its defaults: LaTeX then plain expressions, `\\boxed{}` first) and the answers it
+        offers (`rewardsmith.tools.math_answers.read_math`); None when it answers nothing
+        (or only under a negation). A short delimiter-free completion that reads as one
+        LaTeX expression is parsed as `$completion$`, as a bare reference is."""
+        reading = read_math(clip_tail(completion))
+        if not reading.groups and reading.negated:
+            return None  # "The answer is not 2."
+        answer = _parse(reading.text)
+        bare = reading.text.strip()
         if _is_bare_answer(bare):
             as_latex = _parse(f"${bare}$")
             if as_latex and not isinstance(as_latex[0], str):
                 answer = as_latex
-        return answer or None
+        if not answer and not reading.groups:
+            return None
+        return MathAnswer(answer, reading)
 
-    def compare(self, answer: Any, reference: Any) -> Verdict:
-        """math-verify's `verify(gold, answer)` with default precision and strictness."""
-        if verify(reference, answer, timeout_seconds=None):
-            return Verdict(1.0, reason="equivalent to the reference")
-        return Verdict(0.0, reason=f"answer {_answer_excerpt(answer)!r} differs from the reference")
+    def compare(self, answer: MathAnswer, reference: Any) -> Verdict:
+        """math-verify's `verify(gold, answer)` with default precision and strictness, for
+        every answer offered (see `rewardsmith.tools.math_answers`): a reference with one
+        value is matched only when each of them matches it."""
+        offered = answer.reading.candidates
+        if len(offered) > MAX_CANDIDATES:
+            return Verdict(0.0, reason=hedge_reason(offered))
+        if single_valued(reference) and len(offered) > 1:
+            if all(self._matches(reference, as_latex(c)) for c in offered):
+                return Verdict(1.0, reason="every answer offered is equivalent to the reference")
+            return Verdict(0.0, reason=hedge_reason(offered))
+        # One answer (or the alternatives of a set, together): math-verify's own reading,
+        # else the offered answers as one expression (`<answer>` tags math-verify skips).
+        together = as_one(offered) if offered else ""
+        if together == answer.reading.text.strip():
+            together = ""  # the text math-verify parsed already: never parsed twice
+        if answer.parsed and verify(reference, answer.parsed, timeout_seconds=None):
+            joined = None
+        elif together and self._matches(reference, together):
+            joined = True
+        else:
+            shown = _answer_excerpt(answer.parsed) if answer.parsed else offered[0][:80]
+            return Verdict(0.0, reason=f"answer {shown!r} differs from the reference")
+        # marked answers that disagree, unless together they are the (set) reference
+        if (
+            len(answer.reading.groups) > 1
+            and not self._groups_agree(answer, reference)
+            and not (joined or (together and self._matches(reference, together)))
+        ):
+            return Verdict(0.0, reason=hedge_reason(offered))
+        return Verdict(1.0, reason="equivalent to the reference")
+
+    def _matches(self, gold: Any, latex: str) -> bool:
+        return bool(verify(gold, _parse(latex), timeout_seconds=None))
+
+    def _groups_agree(self, answer: MathAnswer, gold: Any) -> bool:
+        """Whether several marked answers are each the reference (else they disagree)."""
+        return all(self._matches(gold, as_one(group)) for group in answer.reading.groups)
 
     def error_reason(self, exc: Exception) -> str:
         # Clipped: sympy's messages can hold a whole expression.

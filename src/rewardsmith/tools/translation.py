@@ -24,17 +24,22 @@ from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.types import ToolSpec
 
 METRICS = ("chrf", "bleu")
-# A label is at most a few words before "translation:"; longer prefixes are the translation.
+# A label is at most a few words before "translation:", within this many characters of
+# the start; the pattern only ever sees them (a whitespace-heavy completion once made it
+# polynomial).
+LABEL_CHARS = 80
 _LABEL_RE = re.compile(
-    r"\A\s*(?:\*\*|__)?(?:[\w-]+\s+){0,2}(?:translation|translated\s+text)\s*(?:\*\*|__)?\s*:"
-    r"\s*(?:\*\*|__)?\s*",
+    r"(?:\*\*|__)?(?:[\w-]{1,30}[ \t]{1,3}){0,2}(?:translation|translated[ \t]{1,3}text)"
+    r"[ \t]{0,3}(?:\*\*|__)?[ \t]{0,3}:[ \t]{0,3}(?:\*\*|__)?",
     re.IGNORECASE,
 )
 
 
 def strip_label(text: str) -> str:
     """`text` without surrounding whitespace and a leading "Translation:"-style label."""
-    return _LABEL_RE.sub("", text, count=1).strip()
+    text = text.strip()
+    label = _LABEL_RE.match(text[:LABEL_CHARS])
+    return text[label.end() :].strip() if label is not None else text
 
 
 class TranslationTool(AnswerVerifier):
