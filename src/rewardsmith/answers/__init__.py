@@ -18,14 +18,17 @@ from rewardsmith.answers.final import (
     final_answer,
     last_fenced,
     last_line,
+    lookalikes_mapped,
     marked_answers,
     raw_markers,
     render_style,
+    visible,
 )
 from rewardsmith.answers.hedges import (
     alternatives,
     first_offered,
     hedge_reason,
+    listed_above,
     negated,
     read_answers,
     same_key,
@@ -43,6 +46,8 @@ __all__ = [
     "hedge_reason",
     "last_fenced",
     "last_line",
+    "lookalikes_mapped",
+    "listed_above",
     "marked_answers",
     "negated",
     "raw_markers",
@@ -50,6 +55,7 @@ __all__ = [
     "render_style",
     "same_key",
     "value_run",
+    "visible",
 ]
 
 _EMBEDDED = ("final.py", "hedges.py")

@@ -66,9 +66,10 @@ LOOKALIKES = "АВСЕНІЈКМОРЅТХУаеіјоорсхуѕԁһӏΑΒΕΖ
 LATIN_TWINS = "ABCEHIJKMOPSTXYaeijoopcxysdhlABEZHIKMNOPTYXo"
 
 
-def reader_table():
-    """The `str.translate` table of `clean`."""
-    table = {ord(ch): None for ch in INVISIBLE}
+def reader_table(drop=True):
+    """The `str.translate` table of `clean`; `drop=False`: without the deletions, so that
+    every character keeps its place (`lookalikes_mapped`)."""
+    table = {ord(ch): None for ch in INVISIBLE} if drop else {}
     table.update({ord(ch): " " for ch in SPACES})
     table.update({ord(a): b for a, b in zip(LOOKALIKES, LATIN_TWINS, strict=True)})
     # full-width ASCII (U+FF01..U+FF5E) is ASCII drawn wide
@@ -77,11 +78,25 @@ def reader_table():
 
 
 READER_TABLE = reader_table()
+MAP_TABLE = reader_table(drop=False)
+INVISIBLE_TABLE = {ord(ch): None for ch in INVISIBLE}
 
 
 def clean(text):
     """`text` as a reader sees it (see the module docstring); one pass, same order."""
     return text.translate(READER_TABLE)
+
+
+def visible(text):
+    """`text` without its invisible characters, nothing else changed (a translation keeps
+    its own alphabet)."""
+    return text.translate(INVISIBLE_TABLE)
+
+
+def lookalikes_mapped(text):
+    """`text` with look-alike letters, wide ASCII and odd spaces mapped one for one: every
+    character keeps its place, so markers found in it index `text` too."""
+    return text.translate(MAP_TABLE)
 
 
 def render_style(style, answer):
@@ -206,17 +221,26 @@ def raw_markers(text, extra_phrases=None):
     return found
 
 
-# How strongly a style declares the final answer: a declared one ("Final answer:", `####`,
-# `<answer>`) outranks boxes in the reasoning ("= \\boxed{200}"), which outrank phrases.
-STRENGTH = {"answer_tags": 3, "hashes": 3, "final_answer": 3, "boxed": 2}
+# Styles that declare the final answer: an equation's boxed result before the first of
+# them is a highlight in the reasoning ("= \\boxed{200}" ... "Final answer: 10,455").
+DECLARED = ("answer_tags", "hashes", "final_answer")
+
+
+def equation_result(text, marker):
+    """Whether `marker` is a box on the right of an "=" ("$2 + 3 = \\boxed{5}$")."""
+    if marker[0] != "boxed":
+        return False
+    before = text[max(0, marker[3] - 12) : marker[3]].rstrip(" \t$")
+    return before.endswith("=")
 
 
 def marked_answers(text, extra_phrases=None):
     """The markers that still stand, in order: each is (style, span start, span end, marker
     start), spans indexing `text`. A marker does not stand when
     - a retraction separates it from a later one ("Wait, no:", "Rechecking the sum:");
-    - it comes before the first marker of the strongest style present, and is weaker
-      (`STRENGTH`): intermediate boxes before "Final answer: ...";
+    - it is a box that ends an equation in the reasoning ("= \\boxed{200}") before the
+      first declared final answer (`DECLARED`: "Final answer: ...", `####`, tags); any other
+      marker there (a box of its own, "The answer is ...") claims an answer and stands;
     - its answer holds another marker ("Final Answer: The final answer is $7$"): the inner
       one stands for it."""
     found = raw_markers(text, extra_phrases)
@@ -228,9 +252,8 @@ def marked_answers(text, extra_phrases=None):
     found = found[kept_from:]
     if not found:
         return found
-    top = max(STRENGTH.get(m[0], 1) for m in found)
-    first_top = next(i for i, m in enumerate(found) if STRENGTH.get(m[0], 1) == top)
-    found = [m for i, m in enumerate(found) if i >= first_top or STRENGTH.get(m[0], 1) == top]
+    declared = next((i for i, m in enumerate(found) if m[0] in DECLARED), 0)
+    found = [m for i, m in enumerate(found) if i >= declared or not equation_result(text, m)]
     return [
         m
         for i, m in enumerate(found)

@@ -56,7 +56,7 @@ HEDGE_WORDS = frozenset(
     {
         "maybe", "perhaps", "possibly", "probably", "either", "alternatively", "else", "even",
         "also", "it", "could", "might", "may", "be", "is", "it's", "its", "just", "rather",
-        "otherwise", "option", "choice", "answer", "letter",
+        "otherwise", "option", "choice", "answer", "letter", "but",
     }
 )  # fmt: skip
 # Separators between two values: everywhere, and in a marked answer only.
@@ -157,7 +157,7 @@ def first_offered(text, spans, starts, start, end):
 HEDGE_PAREN = re.compile(r"\([ \t]{0,3}(?:or|maybe|perhaps|possibly|alternatively)\b", re.I)
 WORD_SEPARATOR = re.compile(r"(?:and/or|or|and|nor)\b", re.IGNORECASE)
 LEADING_HEDGE = re.compile(
-    r"(?:(?:either|or|maybe|perhaps|possibly|probably|alternatively|else|also|otherwise|"
+    r"(?:(?:either|or|but|though|maybe|perhaps|possibly|probably|alternatively|else|also|otherwise|"
     r"it[ \t]+(?:could|might|may)[ \t]+(?:also[ \t]+)?be|(?:could|might|may)[ \t]+be)"
     r"\b[ \t,]*)+",
     re.IGNORECASE,
@@ -171,6 +171,8 @@ EXPLANATION = re.compile(
     re.IGNORECASE,
 )
 ITEM_EDGES = " \t\n.,;:!?*_\"'`"
+# A leading "." may be a decimal point (".5"): only the end loses its full stop.
+LEADING_EDGES = ITEM_EDGES.replace(".", "")
 EMPTY_MARKUP = re.compile(
     r"\\[hv]?phantom\{[^{}]{0,40}\}|\\(?:boxed|fbox|text|textbf|mathrm)|\\[\[\]()]|[\s{}$*_]"
 )
@@ -205,8 +207,10 @@ def is_separator_char(text, i):
     return ch in ";|" or (ch == "," and not is_number_comma(text, i))
 
 
-def split_top_level(text):
-    """`text` cut at its top-level separators (see the module docstring)."""
+def split_top_level(text, words_only=False):
+    """`text` cut at its top-level separators (see the module docstring); `words_only`:
+    only at the words "or", "nor", "and/or" and a hedging parenthesis ("(or maybe"), never
+    at punctuation or "and" (a list answer: "a, b and c")."""
     pieces = []
     start = depth = 0
     in_math = False
@@ -230,10 +234,12 @@ def split_top_level(text):
                 cut_to = i + 1
             else:
                 depth = max(0, depth - 1)
-        elif depth == 0 and is_separator_char(text, i):
+        elif depth == 0 and not words_only and is_separator_char(text, i):
             cut_to = i + 1
         elif depth == 0 and (i == 0 or not text[i - 1].isalnum()) and ch in "aAoOnN":
             word = WORD_SEPARATOR.match(text, i)
+            if words_only and word is not None and word.group().lower() == "and":
+                word = None
             if word is not None and (i == 0 or text[i - 1] in " \t"):
                 pieces.append(text[start:i])
                 start = i = word.end()
@@ -251,15 +257,17 @@ def alternatives(text, split=True):
     """(items, negated): the answers `text` offers (see the module docstring), each
     stripped, in order, without repeats; `negated` counts items dropped under a negation.
     A later item that explains ("since ...", "so ...") is dropped; the first never is.
-    `split=False` reads `text` as one item (a reference with several values, say)."""
+    `split=False` reads `text` as one item; `split="words"` splits only at hedging words
+    (a list answer offered twice: "a, b, or c, d")."""
     items = []
     seen = set()
     dropped = 0
-    for n, piece in enumerate(split_top_level(text) if split else [text]):
-        item = piece.strip(ITEM_EDGES)
+    pieces = split_top_level(text, split == "words") if split else [text]
+    for n, piece in enumerate(pieces):
+        item = piece.strip(LEADING_EDGES).rstrip(ITEM_EDGES)
         hedge = LEADING_HEDGE.match(item)
         if hedge is not None:
-            item = item[hedge.end() :].strip(ITEM_EDGES)
+            item = item[hedge.end() :].strip(LEADING_EDGES).rstrip(ITEM_EDGES)
         if not item or not EMPTY_MARKUP.sub("", item):
             continue  # "\\boxed{}", "$$", "\\boxed{\\phantom{2}}": the format of an answer
         if LEADING_NEGATION.match(item):
@@ -270,24 +278,69 @@ def alternatives(text, split=True):
     return items, dropped
 
 
+KEY_NOISE = re.compile(r"\\[!,;: ]|\{,\}|\\?\$|\s")
+
+
 def same_key(item):
-    """An item without differences a reader ignores: spacing, case, `$`, outer punctuation."""
-    return "".join(item.split()).replace("$", "").strip(ITEM_EDGES).lower()
+    """An item without differences a reader ignores: spacing (LaTeX's "\\!" and "{,}" too),
+    case, `$` (escaped or not), outer punctuation."""
+    return KEY_NOISE.sub("", item).strip(ITEM_EDGES).lower()
+
+
+LIST_LINE_CHARS = 400
+LIST_LINES = 8
+NUMBER_LINE = re.compile(r"[-+]?[$€£]?\d[\d,]*(?:\.\d+)?%?")
+
+
+def line_shape(line):
+    """ "number", "token" (one word), or "" (anything longer): what a bare list holds."""
+    text = line.strip().strip("*-•>").strip().rstrip(".")
+    if not text or len(text) > LIST_LINE_CHARS:
+        return ""
+    if NUMBER_LINE.fullmatch(text):
+        return "number"
+    if ":" in text:
+        return ""  # a label: "Candidates:", "Words: a, b"
+    if len(text.split()) == 1:
+        return "token"
+    items = text.split(",")
+    return "list" if len(items) > 1 and all(len(i.split()) == 1 for i in items) else ""
+
+
+def listed_above(text, start):
+    """The lines right above the final line at `start` that hold one value of the same
+    shape each ("41\n42\n43": a list of candidates), nearest last; [] when none do."""
+    final_end = text.find("\n", start)
+    shape = line_shape(text[start : final_end if final_end >= 0 else len(text)])
+    if not shape:
+        return []
+    lines = text[:start].rstrip("\n").split("\n")[-LIST_LINES:]
+    out = []
+    for line in reversed(lines):
+        if line_shape(line) != shape:
+            break
+        out.insert(0, line.strip().strip("*-•>").strip().rstrip("."))
+    return out
 
 
 def read_answers(text, split=True):
     """(candidates, style, negated) of a completion: the candidate answers of every standing
-    marker, else of the final answer (`final_answer`), each split into its alternatives
-    unless `split` is False; `style` is the final answer's style ("" for blank text);
-    `negated` counts candidates dropped under a negation."""
+    marker, else of the final answer (`final_answer`, with the bare list lines above a last
+    line: `listed_above`), each split into its alternatives as `alternatives(split=...)`
+    does; `style` is the final answer's style ("" for blank text); `negated` counts
+    candidates dropped under a negation."""
     text = clean(text[-READ_CHARS:])
     spans = [(style, a, b) for style, a, b, _ in marked_answers(text)]
-    if not spans:
-        final = final_answer(text)
-        spans = [final] if final is not None else []
     candidates = []
     seen = set()
     dropped = 0
+    if not spans:
+        final = final_answer(text)
+        spans = [final] if final is not None else []
+        if final is not None and final[0] == "last_line":
+            for item in listed_above(text, final[1]):  # "Candidates:\n41\n42\n43"
+                seen.add(same_key(item))
+                candidates.append(item)
     for _, a, b in spans:
         items, neg = alternatives(text[a:b], split)
         dropped += neg

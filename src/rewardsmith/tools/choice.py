@@ -11,7 +11,8 @@ counts only when something anchors it as an answer. In order, the last match of:
 2. else the last non-empty line (of a fenced block that ends the completion) when it is
    just the letter ("B", "(B)", "**B**", "B.") or starts with the letter and its option text
    ("B) Paris", "(B) Paris", "B. Paris");
-3. else a bold or parenthesized letter anywhere: "**B**", "(B)";
+3. else a bold or parenthesized letter anywhere: "**B**", "(B)" (unless the text lists three
+   options or more, "(A) Oxygen (B) Nitrogen (C) Helium": an echo of the question);
 4. else a standalone capital letter that ends the completion: "... so I pick C."
 
 Hedges score 0.0 (reason `hedged: ...`): one letter is the answer, so marked answers that
@@ -41,6 +42,9 @@ from rewardsmith.types import ToolSpec
 DEFAULT_LETTERS = "ABCDEFGHIJ"  # MMLU-Pro has ten options, A-J; MMLU and GPQA use A-D
 # Only the end of a completion holds its final answer; the cascade runs on this tail.
 ANSWER_TAIL_CHARS = 4_000
+# Unmarked text that lists this many options ("(A) Oxygen (B) Nitrogen (C) ...") repeats the
+# question: none of its letters is an answer.
+OPTION_LISTING = 3
 # The task's own answer phrases besides "the answer is" (`rewardsmith.answers`): "the correct
 # option is", "choice:".
 _OPTION_PHRASE = re.compile(
@@ -89,6 +93,8 @@ class MultipleChoiceTool(AnswerVerifier):
         super().__init__(spec)
         self.letters = _check_letters(letters)
         self._values, self._last_line, self._bold_or_paren = _patterns(self.letters)
+        # an option as a prompt lists it: "(B) Nitrogen"
+        self._listed = re.compile(rf"[(\[]([{self.letters}])[)\]][ \t]{{1,3}}\w")
         # Bounded repetitions: references come from files, and a whitespace-heavy one must
         # not cost polynomial time (the reference is stripped first).
         self._reference_re = re.compile(
@@ -135,6 +141,8 @@ class MultipleChoiceTool(AnswerVerifier):
         fenced = last_fenced(body)
         if fenced is not None:  # a fenced block ends the completion: its last line
             body = body[: fenced[1]].rstrip()
+        if len({m.group(1) for m in self._listed.finditer(body)}) >= OPTION_LISTING:
+            body = body[:0]  # the options listed (an echo of the prompt): no unmarked answer
         line_start = body.rfind("\n") + 1
         anchors = []
         line = self._last_line.match(body, line_start)

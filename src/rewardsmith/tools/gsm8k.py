@@ -46,6 +46,8 @@ _MINUS = "-\u2212"  # ASCII hyphen-minus and the Unicode minus sign
 # (`_pieces`): one pass, no backtracking (a comma-heavy completion once cost seconds).
 _DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+# What an empty answer may still hold: spacing, emphasis, the closing tags around it.
+_EMPTY = re.compile(r"[\s*_.:$]|</?[A-Za-z]{1,20}>")
 _FRAC_RE = re.compile(r"\\d?frac\{[ \t]{0,3}(-?\d+)[ \t]{0,3}\}\{[ \t]{0,3}(\d+)[ \t]{0,3}\}")
 
 
@@ -171,7 +173,8 @@ def read_numbers(text: str) -> list[Fraction | None]:
     """The numbers `text` offers as its final answer, each once (several: a hedge): those of
     every standing marker (`#### N`, `\\boxed{}`, "the answer is", answer tags: see
     `rewardsmith.answers`), else the last number with any joined to it ("72 or 73"); values
-    under a negation left out. Empty when there is none."""
+    under a negation left out. Empty when there is none, and when the only answer marked
+    is empty ("#### " after reasoning that holds numbers: the format without an answer)."""
     text = clean(_FRAC_RE.sub(lambda m: f"{m.group(1)}/{m.group(2)}", text))
     numbers = _numbers(text)
     if not numbers:
@@ -179,8 +182,11 @@ def read_numbers(text: str) -> list[Fraction | None]:
     spans = [(n.start, n.end) for n in numbers]
     starts = [n.start for n in numbers]
     found: list[Fraction | None] = []
-    for _, start, end, _ in marked_answers(text):
+    marks = marked_answers(text)
+    for _, start, end, _ in marks:
         found += [numbers[i].value for i in first_offered(text, spans, starts, start, end)]
+    if not found and any(not _EMPTY.sub("", text[a:b]) for _, a, b, _ in marks):
+        return []  # "#### " or "\\boxed{}": the answer's place, left empty
     if not found:
         last = _last_statement(text, numbers)
         if last is None:

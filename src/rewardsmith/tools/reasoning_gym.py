@@ -27,8 +27,9 @@ stripped completion (for multi-line answers such as grids given without tags); `
 scores 0, as reasoning-gym's own evaluation does.
 
 Hedges score 0.0 (reason `hedged: ...`): several `<answer>` tags (or marked answers) that
-the scorer does not score alike, or, when the entry's answer is one value, an answer that
-names alternatives ("7 or 8", "7, 8").
+the scorer does not score alike; an answer that names alternatives ("7 or 8", "7, 8"; for a
+list answer, only at hedging words: "a, b, or b, a", and a list longer than the entry's,
+which some scorers pay by position); a bare list of values, one per line, at the end.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from rewardsmith.answers import (
     clean,
     final_answer,
     hedge_reason,
+    listed_above,
     marked_answers,
 )
 from rewardsmith.errors import ConfigError, InvalidReferenceError
@@ -204,7 +206,10 @@ def answer_texts(completion: str, fallback: Fallback = "last_line") -> list[str]
     if marks:
         return [text[a:b].strip() for _, a, b, _ in marks]
     final = final_answer(text)
-    return [text[final[1] : final[2]].strip()] if final is not None else []
+    if final is None:
+        return []
+    listed = listed_above(text, final[1]) if final[0] == "last_line" else []
+    return [*listed, text[final[1] : final[2]].strip()]  # "Candidates:\n12\n15": a list
 
 
 def extract_rg_answer(completion: str, fallback: Fallback = "last_line") -> str | None:
@@ -251,10 +256,20 @@ class ReasoningGymTool(AnswerVerifier):
         single = isinstance(gold, str) and len(alternatives(gold)[0]) <= 1
         offered: list[str] = []
         for text in answer.texts:
-            items, _ = alternatives(text, split=single)
+            # a list answer (word_sorting's) is split only where it hedges: "a, b, or c, b"
+            items, _ = alternatives(text, split=True if single else "words")
             offered += [i for i in items if i not in offered]
         if not offered:  # "<answer>not 42</answer>"
             return Verdict(0.0, components={"rg_score": 0.0}, reason="every answer is negated")
+        if not single and isinstance(gold, str):
+            expected = len(alternatives(gold)[0])
+            longest = max(len(alternatives(text)[0]) for text in offered)
+            if longest > expected:  # the right list followed by more: "a, b, c, x, y"
+                return Verdict(
+                    0.0,
+                    components={"rg_score": 0.0},
+                    reason=f"hedged: {longest} items offered for a list of {expected}",
+                )
         scores = [self._score(reference, text) for text in offered[:MAX_CANDIDATES]]
         if len(offered) > MAX_CANDIDATES or len(set(scores)) > 1:
             return Verdict(0.0, components={"rg_score": 0.0}, reason=hedge_reason(offered))
