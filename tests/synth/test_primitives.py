@@ -139,8 +139,9 @@ def test_a_program_reads_like_a_person_wrote_it() -> None:
     assert "def normalize(text):\n" in source and "return lowercase(text)" in source
     assert "def reward(completions, references, prompts=None, **kwargs):" in source
     assert "BOUNDS = (0.0, 1.0)" in source and "Written from 12 examples." in source
-    # only what the composition uses is in the program
-    assert "boxed" not in source and "same_number" not in source
+    # only what the composition uses is in the program, and the shared answer reading
+    assert "def boxed_answer" not in source and "same_number" not in source
+    assert "def read_answers(text" in source and "if hedges(text, reference, answer_is_right):" in source
 
 
 def test_a_program_never_crashes_on_hostile_completions() -> None:

@@ -68,6 +68,8 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "display openers": lambda n: "The answer is:\n" + "\\[\n" * (n // 3),
     "retractions": lambda n: "Answer: 1 wait " * (n // 15),
     "slashes": lambda n: "1/" * (n // 2),
+    "groups over slashes": lambda n: "(1, 2)/" * (n // 7),
+    "words over slashes": lambda n: "(" * (n // 2) + "a/b" * (n // 6),
     "bullets": lambda n: "- " * (n // 2) + "1",
 }
 

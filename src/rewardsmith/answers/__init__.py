@@ -17,7 +17,7 @@ from rewardsmith.answers.final import (
     clean,
     final_answer,
     last_fenced,
-    last_line,
+    last_line_span,
     lookalikes_mapped,
     marked_answers,
     raw_markers,
@@ -32,6 +32,7 @@ from rewardsmith.answers.hedges import (
     negated,
     read_answers,
     same_key,
+    split_for,
     value_run,
 )
 
@@ -45,7 +46,7 @@ __all__ = [
     "first_offered",
     "hedge_reason",
     "last_fenced",
-    "last_line",
+    "last_line_span",
     "lookalikes_mapped",
     "listed_above",
     "marked_answers",
@@ -54,6 +55,7 @@ __all__ = [
     "read_answers",
     "render_style",
     "same_key",
+    "split_for",
     "value_run",
     "visible",
 ]

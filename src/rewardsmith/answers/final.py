@@ -274,7 +274,7 @@ def last_fenced(text):
     return (opened + 3 if newline < 0 else newline + 1, close)
 
 
-def last_line(text):
+def last_line_span(text):
     """(start, end) of the last non-empty line, stripped; None for blank text."""
     end = len(text.rstrip())
     if end == 0:
@@ -295,5 +295,5 @@ def final_answer(text):
     fenced = last_fenced(text)
     if fenced is not None:
         return "fenced", fenced[0], fenced[1]
-    line = last_line(text)
+    line = last_line_span(text)
     return None if line is None else ("last_line", line[0], line[1])

@@ -155,7 +155,8 @@ def first_offered(text, spans, starts, start, end):
 # -- text answers --------------------------------------------------------------------------
 
 HEDGE_PAREN = re.compile(r"\([ \t]{0,3}(?:or|maybe|perhaps|possibly|alternatively)\b", re.I)
-WORD_SEPARATOR = re.compile(r"(?:and/or|or|and|nor)\b", re.IGNORECASE)
+# Lower case, or capitalized at a sentence's start: "OR" in all-caps text is a word of it.
+WORD_SEPARATOR = re.compile(r"(?:and/or|or|and|nor|Or|And|Nor)\b")
 LEADING_HEDGE = re.compile(
     r"(?:(?:either|or|but|though|maybe|perhaps|possibly|probably|alternatively|else|also|otherwise|"
     r"it[ \t]+(?:could|might|may)[ \t]+(?:also[ \t]+)?be|(?:could|might|may)[ \t]+be)"
@@ -199,11 +200,62 @@ def is_number_comma(text, i):
     )
 
 
+OPERAND_CHARS = 200
+TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{")
+WORD_OPERAND = re.compile(r"[A-Za-z]{2,}")
+
+
+def slash_operand(text, i, step):
+    """The operand beside the "/" at `i` (step -1: before it, 1: after it), at most
+    `OPERAND_CHARS` long: a bracketed group, else a run of letters and digits."""
+    j = i + step
+    pairs = {")": "(", "]": "[", "}": "{"} if step < 0 else {"(": ")", "[": "]", "{": "}"}
+    edge = text[j] if 0 <= j < len(text) else ""
+    if edge in pairs:
+        depth = 0
+        k = j
+        while 0 <= k < len(text) and abs(k - j) <= OPERAND_CHARS:
+            if text[k] == edge:
+                depth += 1
+            elif text[k] == pairs[edge]:
+                depth -= 1
+                if depth == 0:
+                    return text[min(j, k) : max(j, k) + 1], min(j, k)
+            k += step
+        return "", j
+    k = j
+    while (
+        0 <= k < len(text)
+        and abs(k - j) <= OPERAND_CHARS
+        and (text[k].isalnum() or text[k] == "\\")
+    ):
+        k += step
+    return text[min(j, k - step) : max(j, k - step) + 1], min(j, k - step)
+
+
+def is_alternative_operand(text, operand, start):
+    """Whether a slash operand cannot be a number's part: a word ("yes/no"), a `\\text{}`
+    group, a tuple or interval (a bracketed group with a comma in it)."""
+    head = text[max(0, start - 8) : start]
+    if TEXT_GROUP.search(head + operand[:1]) or operand.startswith("\\text"):
+        return True
+    if operand[:1] in "([{" and "," in operand:
+        return True
+    return bool(WORD_OPERAND.fullmatch(operand)) and not head.endswith("\\")
+
+
 def is_separator_char(text, i):
-    """Whether text[i] separates items: "," (not inside a number), ";", "|", or " / "."""
+    """Whether text[i] separates items: "," (not inside a number), ";", "|", " / ", or a
+    slash between alternatives that cannot be divided ("yes/no", "(3, 4)/\\frac{1}{2}")."""
     ch = text[i]
     if ch == "/":
-        return text[i - 1 : i] == " " and text[i + 1 : i + 2] == " "
+        if text[i - 1 : i] == " " and text[i + 1 : i + 2] == " ":
+            return True
+        left, at = slash_operand(text, i, -1)
+        right, right_at = slash_operand(text, i, 1)
+        return is_alternative_operand(text, left, at) or is_alternative_operand(
+            text, right, right_at
+        )
     return ch in ";|" or (ch == "," and not is_number_comma(text, i))
 
 
@@ -321,6 +373,20 @@ def listed_above(text, start):
             break
         out.insert(0, line.strip().strip("*-•>").strip().rstrip("."))
     return out
+
+
+SENTENCE_WORDS = 5
+
+
+def split_for(reference):
+    """How to split answers against `reference` (the `split` of `alternatives` and
+    `read_answers`): True when it is one value, "words" when it lists several ("a, b, c"),
+    False when it is a sentence (a decoded message, a translation: its words are not
+    alternatives)."""
+    items = alternatives(reference)[0]
+    if len(items) <= 1:
+        return len(reference.split()) < SENTENCE_WORDS
+    return False if any(len(i.split()) >= SENTENCE_WORDS for i in items) else "words"
 
 
 def read_answers(text, split=True):

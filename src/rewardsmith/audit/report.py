@@ -92,12 +92,12 @@ class AuditReport:
     @property
     def false_fail(self) -> ClassRate | None:
         """All right-answer variants as one class (None without variants)."""
-        probes = sum(c.probes for c in self.variants)
-        if not probes:
-            return None
-        wrong = sum(c.wrong for c in self.variants)
-        low, high = wilson_interval(wrong, probes)
-        return ClassRate("all right answers", "variant", probes, wrong, low, high)
+        return _pooled("all right answers", "variant", self.variants)
+
+    @property
+    def false_pass(self) -> ClassRate | None:
+        """All attacks as one class (None without attacks)."""
+        return _pooled("all attacks", "attack", self.attacks)
 
     @property
     def failed(self) -> bool:
@@ -124,10 +124,11 @@ class AuditReport:
         if self.exploited:
             worst = max(self.exploited, key=lambda c: c.rate)
             names = ", ".join(f"{c.name} {c.wrong}/{c.probes}" for c in self.exploited)
+            fp = self.false_pass
+            assert fp is not None
             return (
-                f"EXPLOITABLE: {self.target} pays {self.false_passes} of {self.attack_probes} "
-                f"attacks ({names}); worst {worst.name} {worst.rate:.1%} "
-                f"[{worst.low:.1%}, {worst.high:.1%}]; {fails}"
+                f"EXPLOITABLE: {self.target} pays {fp.cell()} of the attacks ({names}); worst "
+                f"{worst.name} {worst.rate:.1%} [{worst.low:.1%}, {worst.high:.1%}]; {fails}"
             )
         head = "FAILS ON RIGHT ANSWERS" if self.failed else "CLEAN"
         allowed = f" (allowed {self.max_false_pass:.0%})" if self.max_false_pass else ""
@@ -149,6 +150,10 @@ class AuditReport:
             "false_pass": {
                 "attacks": self.attack_probes,
                 "wrong": self.false_passes,
+                "rate": round(self.false_pass.rate, 4) if self.false_pass else None,
+                "ci95": [round(self.false_pass.low, 4), round(self.false_pass.high, 4)]
+                if self.false_pass
+                else None,
                 "classes": [c.to_dict() for c in self.attacks],
             },
             "false_fail": {
@@ -183,3 +188,12 @@ class AuditReport:
                 for c in self.attacks + self.variants
             },
         }
+
+
+def _pooled(name: str, side: Side, classes: list[ClassRate]) -> ClassRate | None:
+    probes = sum(c.probes for c in classes)
+    if not probes:
+        return None
+    wrong = sum(c.wrong for c in classes)
+    low, high = wilson_interval(wrong, probes)
+    return ClassRate(name, side, probes, wrong, low, high)

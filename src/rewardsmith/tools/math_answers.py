@@ -34,7 +34,7 @@ from rewardsmith.answers import (
     alternatives,
     clean,
     last_fenced,
-    last_line,
+    last_line_span,
     marked_answers,
     negated,
     same_key,
@@ -106,7 +106,7 @@ def _bare_value_line(line: str) -> bool:
 def _bare(text: str) -> tuple[str, ...] | None:
     """The bare final answer's alternatives (with bare value lines above it), or None."""
     fenced = last_fenced(text)
-    span = fenced if fenced is not None else last_line(text)
+    span = fenced if fenced is not None else last_line_span(text)
     if span is None or is_prose(text[span[0] : span[1]]):
         return None
     items, _ = alternatives(text[span[0] : span[1]])
@@ -137,7 +137,7 @@ def read_math(text: str) -> MathReading:
     bare = _bare(text)
     if bare is not None:
         return MathReading("bare", text, (bare,))
-    span = last_line(text)
+    span = last_line_span(text)
     line = text[span[0] : span[1]] if span is not None else ""
     offered: list[str] = []
     if len(line) <= HEDGE_LINE_CHARS and _HEDGE_CONNECTIVE.search(line):

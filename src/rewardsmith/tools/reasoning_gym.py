@@ -48,6 +48,7 @@ from rewardsmith.answers import (
     hedge_reason,
     listed_above,
     marked_answers,
+    split_for,
 )
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Verdict, make_reward
@@ -253,15 +254,16 @@ class ReasoningGymTool(AnswerVerifier):
 
     def compare(self, answer: RGAnswer, reference: RGReference) -> Verdict:
         gold = reference.entry.get("answer")
-        single = isinstance(gold, str) and len(alternatives(gold)[0]) <= 1
+        split = split_for(gold) if isinstance(gold, str) else False
         offered: list[str] = []
         for text in answer.texts:
-            # a list answer (word_sorting's) is split only where it hedges: "a, b, or c, b"
-            items, _ = alternatives(text, split=True if single else "words")
+            # a list answer (word_sorting's) is split only where it hedges: "a, b, or c, b";
+            # a sentence answer not at all
+            items, _ = alternatives(text, split=split)
             offered += [i for i in items if i not in offered]
         if not offered:  # "<answer>not 42</answer>"
             return Verdict(0.0, components={"rg_score": 0.0}, reason="every answer is negated")
-        if not single and isinstance(gold, str):
+        if split == "words" and isinstance(gold, str):
             expected = len(alternatives(gold)[0])
             longest = max(len(alternatives(text)[0]) for text in offered)
             if longest > expected:  # the right list followed by more: "a, b, c, x, y"
