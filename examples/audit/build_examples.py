@@ -34,11 +34,23 @@ QUESTIONS = [
     ("Which planet is known as the Red Planet?", ["Venus", "Mars", "Jupiter", "Mercury"], "B"),
     ("What is the chemical symbol for gold?", ["Ag", "Gd", "Au", "Go"], "C"),
     ("How many sides does a hexagon have?", ["Six", "Five", "Seven", "Eight"], "A"),
-    ("Which gas do plants absorb for photosynthesis?", ["Oxygen", "Nitrogen", "Helium", "Carbon dioxide"], "D"),
-    ("Who wrote 'Pride and Prejudice'?", ["Charlotte Bronte", "Jane Austen", "Mary Shelley", "George Eliot"], "B"),
+    (
+        "Which gas do plants absorb for photosynthesis?",
+        ["Oxygen", "Nitrogen", "Helium", "Carbon dioxide"],
+        "D",
+    ),
+    (
+        "Who wrote 'Pride and Prejudice'?",
+        ["Charlotte Bronte", "Jane Austen", "Mary Shelley", "George Eliot"],
+        "B",
+    ),
     ("What is the largest ocean on Earth?", ["Atlantic", "Indian", "Pacific", "Arctic"], "C"),
     ("Which number is prime?", ["21", "27", "33", "29"], "D"),
-    ("What is the boiling point of water at sea level in Celsius?", ["100", "90", "110", "120"], "A"),
+    (
+        "What is the boiling point of water at sea level in Celsius?",
+        ["100", "90", "110", "120"],
+        "A",
+    ),
     ("Which organ pumps blood through the body?", ["Liver", "Heart", "Lung", "Kidney"], "B"),
     ("In which continent is Kenya?", ["Asia", "South America", "Africa", "Europe"], "C"),
     ("What is 7 x 8?", ["54", "56", "58", "64"], "B"),
@@ -84,7 +96,9 @@ def multiple_choice() -> None:
     rows = []
     for question, options, letter in QUESTIONS:
         listed = "\n".join(f"({'ABCD'[i]}) {text}" for i, text in enumerate(options))
-        rows.append({"prompt": f"{question}\n{listed}\nAnswer with the letter.", "reference": letter})
+        rows.append(
+            {"prompt": f"{question}\n{listed}\nAnswer with the letter.", "reference": letter}
+        )
     write("multiple_choice.jsonl", rows)
 
 
