@@ -60,7 +60,7 @@ def not_applicable(tool: RewardTool) -> str:
     """Why the corpus does not apply to `tool` ("" when it does)."""
     spec = tool.spec
     if not spec.needs_reference:
-        return "needs no reference: it judges the form of a completion, not its answer"
+        return "needs no reference: it judges the form or length of a completion, not its answer"
     if spec.domains and set(spec.domains) <= FORM_DOMAINS:
         return f"judges {' and '.join(spec.domains)}, not whether an answer is right"
     return ""
