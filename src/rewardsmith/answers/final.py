@@ -184,8 +184,9 @@ def raw_markers(text, extra_phrases=None):
     `extra_phrases`: a compiled pattern of a task's own answer phrases ("the correct option
     is"), read like "the answer is"."""
     found = []
-    partners = brace_partners(text)
-    for m in BOXED.finditer(text):
+    boxes = list(BOXED.finditer(text))
+    partners = brace_partners(text) if boxes else {}
+    for m in boxes:
         close = partners.get(m.end() - 1)
         if close is not None:
             found.append(("boxed", m.end(), close, m.start()))

@@ -26,8 +26,10 @@ QUOTE_CHARS = 160
 
 
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """One line of at most `limit` characters: the start and the end of the text."""
+    """One printable line of at most `limit` characters: the start and the end of the text,
+    control characters (terminal escapes) written as escapes, never sent as they are."""
     flat = " ".join(text.split())
+    flat = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in flat)
     if len(flat) <= limit:
         return flat
     head = limit // 3

@@ -20,6 +20,7 @@ from rewardsmith.audit.report import (
     AuditReport,
     ClassRate,
     FailOn,
+    Side,
     quote,
 )
 from rewardsmith.audit.stats import wilson_interval
@@ -106,7 +107,7 @@ def _rates(
         members = [i for i, p in enumerate(corpus.probes) if p.kind == name]
         bad = [i for i in members if wrong[i]]
         low, high = wilson_interval(len(bad), len(members))
-        side = "variant" if corpus.probes[members[0]].right else "attack"
+        side: Side = "variant" if corpus.probes[members[0]].right else "attack"
         examples = [
             {
                 "form": corpus.probes[i].form,
@@ -132,15 +133,17 @@ def audit_tool(
     fail_on: FailOn = "exploit",
     check_applies: bool = True,
     progress: Callable[[int], None] | None = None,
+    target: str | None = None,
 ) -> AuditReport:
     """Audit `tool` on the corpus of `lines` (see the module docstring). `check_applies`
-    False audits a tool whatever its spec says (reward functions from files)."""
+    False audits a tool whatever its spec says (reward functions from files); `target`
+    names it in the report (default: its `name@version`)."""
     start = time.perf_counter()
     if classes is None:
         classes = default_classes(tool, corpus_kind(lines), not check_applies)
     corpus = build_corpus(lines, seed=seed, classes=classes)
     report = AuditReport(
-        target=tool.spec.ref,
+        target=target or tool.spec.ref,
         seed=corpus.seed,
         corpus=corpus.kind,
         lines=len(lines),
@@ -168,5 +171,5 @@ def latest_audit(library: Library, name: str, version: int) -> dict[str, Any] | 
     """The detail of the last `audit` event about `name@version`, or None."""
     for event in reversed(library.history(name, kind="audit")):
         if event.detail.get("version") == version:
-            return event.detail
+            return dict(event.detail)
     return None

@@ -156,9 +156,10 @@ def audit(
                     seed=seed,
                     classes=classes,
                     max_false_pass=max_false_pass,
-                    fail_on=fail_on,  # type: ignore[arg-type]
+                    fail_on=fail_on,
                     check_applies=not from_file,
                     progress=lambda n: bar.advance(task, n),
+                    target=f"{target}:{tool.found.name}" if from_file else None,  # type: ignore[attr-defined]
                 )
         except ValueError as exc:  # an unknown --attacks class
             raise InputError(str(exc)) from None

@@ -53,11 +53,19 @@ _FRAC_RE = re.compile(r"\\d?frac\{[ \t]{0,3}(-?\d+)[ \t]{0,3}\}\{[ \t]{0,3}(\d+)
 
 @dataclass(frozen=True)
 class _Number:
-    """One number of a text: where it is and its value (None: too long to be an answer)."""
+    """One number of a text: where it is, and what its value is made of (parsed only for
+    the numbers an answer offers: a Fraction per number would cost most of the reading)."""
 
     start: int
     end: int
-    value: Fraction | None
+    digits: str
+    den: str | None
+    negative: bool
+
+    @property
+    def value(self) -> Fraction | None:
+        """The exact value (None: too long to be an answer)."""
+        return _value(self.digits, self.den, self.negative)
 
 
 def _pieces(text: str, match: re.Match[str]) -> list[tuple[int, int]]:
@@ -85,13 +93,13 @@ def _value(digits: str, den: str | None, negative: bool) -> Fraction | None:
     return -value if negative else value
 
 
-def _numbers(text: str) -> list[_Number]:
-    """Every number in `text`, in order: a minus sign counts when it is not a hyphen ("3-4",
-    "x-2"); "3/4" is a fraction (not a date "3/4/2020"); `\\frac{a}{b}` is read by
-    `numbers_in` before this."""
+def _numbers(text: str, start: int = 0, end: int | None = None) -> list[_Number]:
+    """Every number in text[start:end], in order: a minus sign counts when it is not a
+    hyphen ("3-4", "x-2"); "3/4" is a fraction (not a date "3/4/2020"); `\\frac{a}{b}` is
+    read by `numbers_in` before this."""
     out: list[_Number] = []
     skip_to = -1
-    for match in _DIGITS.finditer(text):
+    for match in _DIGITS.finditer(text, start, len(text) if end is None else end):
         for start, end in _pieces(text, match):
             if start < skip_to:
                 continue
@@ -116,8 +124,15 @@ def _numbers(text: str) -> list[_Number]:
                 and _at_line_start(text, lead)
             ):
                 negative = False  # a list bullet: "- 72"
-            value = _value(text[start:end], den, negative)
-            out.append(_Number(lead if negative else start, skip_to if den else end, value))
+            out.append(
+                _Number(
+                    lead if negative else start,
+                    skip_to if den else end,
+                    text[start:end],
+                    den,
+                    negative,
+                )
+            )
     return out
 
 
@@ -176,21 +191,23 @@ def read_numbers(text: str) -> list[Fraction | None]:
     under a negation left out. Empty when there is none, and when the only answer marked
     is empty ("#### " after reasoning that holds numbers: the format without an answer)."""
     text = clean(_FRAC_RE.sub(lambda m: f"{m.group(1)}/{m.group(2)}", text))
-    numbers = _numbers(text)
-    if not numbers:
-        return []
-    spans = [(n.start, n.end) for n in numbers]
-    starts = [n.start for n in numbers]
     found: list[Fraction | None] = []
     marks = marked_answers(text)
-    for _, start, end, _ in marks:
+    for _, start, end, _ in marks:  # only the numbers of marked answers are read
+        numbers = _numbers(text, start, end)
+        spans = [(n.start, n.end) for n in numbers]
+        starts = [n.start for n in numbers]
         found += [numbers[i].value for i in first_offered(text, spans, starts, start, end)]
     if not found and any(not _EMPTY.sub("", text[a:b]) for _, a, b, _ in marks):
         return []  # "#### " or "\\boxed{}": the answer's place, left empty
     if not found:
+        numbers = _numbers(text)
+        if not numbers:
+            return []
         last = _last_statement(text, numbers)
         if last is None:
             return []
+        spans = [(n.start, n.end) for n in numbers]
         found = [numbers[i].value for i in value_run(text, spans, last, False, False)]
     usable = [v for v in found if v is not None]
     return [None] if not usable else list(_distinct(usable))

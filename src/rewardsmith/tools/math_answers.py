@@ -113,7 +113,7 @@ def _bare(text: str) -> tuple[str, ...] | None:
     if not items:
         return None
     above = text[: span[0]].rstrip("\n").split("\n")[-MAX_LIST_LINES:] if fenced is None else []
-    listed = []
+    listed: list[str] = []
     for line in reversed(above):
         if not _bare_value_line(line):
             break
