@@ -113,7 +113,7 @@ PHRASE = re.compile(
     r"\b(?:final[ \t]{1,3}|correct[ \t]{1,3})?answer"
     r"(?:[ \t]{1,3}to[ \t]{1,3}(?:the|this)[ \t]{1,3}(?:question|problem))?"
     r"[ \t]{0,3}(?:\*\*|__)?[ \t]{0,3}"
-    r"(?:(?:is|was|would[ \t]be|will[ \t]be|should[ \t]be|must[ \t]be)(?![A-Za-z'’])|=|:)"
+    r"(?:(?:is|(?:would|will|should|must|could|might|may)[ \t]be)(?![A-Za-z'’])|:)"
     r"[ \t]{0,3}:?[ \t]{0,3}(?:\*\*|__)?",
     re.IGNORECASE,
 )

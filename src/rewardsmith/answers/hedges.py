@@ -50,7 +50,7 @@ NEGATION_AFTER = re.compile(
 )
 # What may stand between two alternatives besides a separator: spacing, brackets, emphasis,
 # LaTeX commands ("\\text{B} or \\text{C}"), sentence punctuation.
-DECORATION = re.compile(r"\\[A-Za-z]+|[\s*_()\[\]{}$'\"`.!?:>•-]+")
+DECORATION = re.compile(r"\\[A-Za-z]+|[\s*_()\[\]{}$'\"`.!?:>•\-–—]+")
 PUNCTUATION = re.compile(r"([,;|/&])")
 HEDGE_WORDS = frozenset(
     {
@@ -60,8 +60,8 @@ HEDGE_WORDS = frozenset(
     }
 )  # fmt: skip
 # Separators between two values: everywhere, and in a marked answer only.
-SEPARATORS = frozenset({",", ";", "|", "/", "or", "nor", "vs", "versus"})
-MARKED_SEPARATORS = SEPARATORS | {"&", "and", "to"}
+SEPARATORS = frozenset({",", ";", "|", "/", "or", "nor", "and", "vs", "versus"})
+MARKED_SEPARATORS = SEPARATORS | {"&", "to"}
 # Words besides a separator that may stand between two values of a marked answer (units).
 UNIT_WORDS = 2
 BULLET = re.compile(r"[ \t]*(?:[-*•>]+[ \t]*)?(?:\*\*|__)?[ \t(\[]*")
@@ -77,9 +77,13 @@ NEGATION_CUES = ("not", "n't", "never", "neither", "nor", "longer", "cannot", "w
 
 
 def negated(text, start, end):
-    """Whether the value at text[start:end] is under a negation ("not 42", "42 is wrong")."""
+    """Whether the value at text[start:end] is under a negation ("not 42", "42 is wrong"),
+    within its own sentence ("... than not.\nThe answer is 22." negates nothing)."""
     before = text[max(0, start - WINDOW_CHARS) : start].lower()
     after = text[end : end + WINDOW_CHARS].lower()
+    cut = max(before.rfind("\n"), before.rfind(". "), before.rfind("! "), before.rfind("? "))
+    before = before[cut + 1 :]
+    after = after.split("\n", 1)[0]
     if not any(cue in before or cue in after for cue in NEGATION_CUES):
         return False
     if NEGATION_BEFORE.search(before):

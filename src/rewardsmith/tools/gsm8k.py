@@ -184,6 +184,21 @@ def _last_statement(text: str, numbers: list[_Number]) -> int | None:
     return None
 
 
+_OPERATOR = re.compile(r"[*×/+]")
+
+
+def _result_start(text: str, start: int, end: int) -> int:
+    """Where a marked answer's value starts: after its last "=" when it begins with a
+    calculation ("the final answer is 15 * 8 = 120 pints"), else where it starts."""
+    equals = text.rfind("=", start, end)
+    if equals < 0:
+        return start
+    first = text.find("=", start, end)
+    if not (_OPERATOR.search(text, start, first) and any(c.isdigit() for c in text[start:first])):
+        return start
+    return equals + 1
+
+
 def read_numbers(text: str) -> list[Fraction | None]:
     """The numbers `text` offers as its final answer, each once (several: a hedge): those of
     every standing marker (`#### N`, `\\boxed{}`, "the answer is", answer tags: see
@@ -194,6 +209,7 @@ def read_numbers(text: str) -> list[Fraction | None]:
     found: list[Fraction | None] = []
     marks = marked_answers(text)
     for _, start, end, _ in marks:  # only the numbers of marked answers are read
+        start = _result_start(text, start, end)
         numbers = _numbers(text, start, end)
         spans = [(n.start, n.end) for n in numbers]
         starts = [n.start for n in numbers]
