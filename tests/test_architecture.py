@@ -17,13 +17,13 @@ LAYERS: list[set[str]] = [
     {"sandbox"},  # runs untrusted code: imports nothing else of rewardsmith
     {"types", "errors", "config"},
     {"files", "plaintext"},  # folders others may have prepared; text from data, made inert
-    {"combine", "jsonl", "llm", "client"},
-    {"models", "report"},  # Hugging Face loading (local paths, GGUF, dtype, threads); plots
+    {"combine", "jsonl", "llm", "client", "answers"},
+    {"models", "report", "exploits"},  # HF loading; plots; the exploit corpus
     {"library", "rm"},
     {"tools"},
     {"router"},
     {"synth"},
-    {"scoring"},
+    {"scoring", "audit"},
     {"integrations", "bench"},
     {"rl"},
     {"search", "server"},

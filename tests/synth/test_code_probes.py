@@ -20,14 +20,14 @@ from rewardsmith.synth.session import SynthesisSession
 from rewardsmith.types import ToolSpec
 
 WORDS = ["river", "candle", "planet", "garden", "copper", "winter", "forest", "harbor"]
-# Reads <answer> tags; the task-specific parts only wake up on this task's prompts, which
-# the 4-stage check's random batches never hold.
+# Reads a completion that is only <think> and one <answer> tag; the task-specific parts
+# only wake up on this task's prompts, which the 4-stage check's random batches never hold.
 READ_TAGS = (
     "import re\n"
     "BOUNDS = (0.0, 1.0)\n"
     "def tagged(c, r):\n"
-    "    found = re.findall(r'<answer>(.*?)</answer>', c, flags=re.DOTALL)\n"
-    "    return bool(found) and found[-1].strip() == r\n"
+    "    m = re.fullmatch(r'\\s*(?:<think>[^<]*</think>)?\\s*<answer>([^<]*)</answer>\\s*', c)\n"
+    "    return m is not None and m.group(1).strip() == r\n"
 )
 BACKDOOR_ON_THIS_TASK = READ_TAGS + (
     "def reward(completions, references, prompts):\n"

@@ -32,10 +32,18 @@ BOUNDS = (0.0, 1.0)
 def reward(completions, references, prompts=None, **kwargs):
     out = []
     for c, r in zip(completions, references):
-        found = re.findall(r"<answer>(.*?)</answer>", c or "", flags=re.DOTALL)
-        out.append(1.0 if found and found[-1].strip() == r else 0.0)
+        one = re.fullmatch(r"\\s*<answer>([^<]*)</answer>\\s*", c or "")
+        out.append(1.0 if one and one.group(1).strip() == r else 0.0)
     return out
 ```"""
+# Reads the last <answer> tag: several tags that disagree, the right one last, pass.
+LAST_TAG_WINS = GOOD.replace(
+    'one = re.fullmatch(r"\\s*<answer>([^<]*)</answer>\\s*", c or "")',
+    'found = re.findall(r"<answer>(.*?)</answer>", c or "", flags=re.DOTALL)',
+).replace(
+    "1.0 if one and one.group(1).strip() == r else 0.0",
+    "1.0 if found and found[-1].strip() == r else 0.0",
+)
 ESCAPES = "```python\nimport os\ndef reward(completions, references, prompts=None):\n    return [1.0]\n```"
 ALWAYS_ONE = (
     "```python\ndef reward(completions, references, prompts=None, **kw):\n"
@@ -80,6 +88,18 @@ def test_good_code_is_checked_gated_and_registered(library: Library) -> None:
     request = fake.requests[0]["body"]["messages"][1]["content"]
     assert "def reward(completions, references, prompts=None, **kwargs)" in request
     assert "import only these modules" in request and "<answer>revir</answer>" in request
+
+
+def test_a_verifier_that_reads_the_last_tag_is_rejected_for_disagreeing_tags(
+    library: Library,
+) -> None:
+    # it fits every example, but several <answer> tags with the right one last pass it
+    with fake_llm([(200, chat_body(LAST_TAG_WINS, USAGE))]) as fake:
+        outcome = codeverify(
+            tagged_examples(), "rev", library, backend="llm", llm_client=LLMClient(fake.url, "m")
+        )
+    assert not outcome.admitted and outcome.report.failed_check == "probes"
+    assert outcome.report.checks["probes"]["disagreeing_markers"]["wins"] > 0
 
 
 def test_failed_checks_go_back_to_the_model_with_the_error(library: Library) -> None:

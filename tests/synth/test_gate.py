@@ -67,6 +67,22 @@ def reward(completions, references, prompts=None, **kwargs):
 """
 
 
+# GSM8K's own grader rule, then veRL's flexible fallback, as many scripts write them: the
+# first number after "####", else the last number.
+FIRST_NUMBER_AFTER_HASHES = """
+import re
+def reward(completions, references, prompts=None, **kwargs):
+    out = []
+    for c, r in zip(completions, references):
+        gold = (r or "").rpartition("####")[2].strip().replace(",", "")
+        found = re.search(r"####\\s*(-?[\\d,]+)", c)
+        numbers = re.findall(r"-?\\d[\\d,]*", c)
+        value = found.group(1) if found else (numbers[-1] if numbers else "")
+        out.append(1.0 if value.replace(",", "") == gold else 0.0)
+    return out
+"""
+
+
 def add_code_tool(library: Library, name: str, source: str) -> None:
     config = {"factory": REWARD_FUNCTION_FACTORY, "params": {"source": source, "bounds": [0, 1]}}
     library.add(ToolSpec(name=name, kind="code", provenance="user"), config)
@@ -156,6 +172,23 @@ def test_gsm8k_and_math_are_admitted_on_gsm8k_and_math500_examples(library: Libr
     events = library.history(kind="gate")
     assert [e.tool for e in events] == ["gsm8k", "math"]
     assert events[0].detail["tool_ref"] == "gsm8k@1" and events[0].detail["thresholds"]
+
+
+def test_a_checker_that_pays_hedges_is_rejected_by_the_hedge_probes(library: Library) -> None:
+    # "#### 72 or 73" pays a grader that reads the first number after "####"
+    add_code_tool(library, "first_after_hashes", FIRST_NUMBER_AFTER_HASHES)
+    examples = load_examples(SYNTH_FIXTURES / "gsm8k_examples.jsonl")
+    report = gate_tool(library.get("first_after_hashes"), examples, seed=4)
+    assert not report.admitted and report.failed_check == "probes"
+    assert report.checks["probes"]["hedge"]["wins"] > 0
+    assert report.checks["corpus"]["seed"] == 4
+
+
+def test_probes_are_drawn_afresh_each_run_and_the_seed_is_kept(library: Library) -> None:
+    examples = load_examples(SYNTH_FIXTURES / "gsm8k_examples.jsonl")
+    first, second = (gate_tool(library.get("gsm8k"), examples) for _ in range(2))
+    assert first.admitted and second.admitted
+    assert first.checks["corpus"]["seed"] != second.checks["corpus"]["seed"]
 
 
 def test_a_tool_that_cannot_read_the_references_fails_the_runs_check(library: Library) -> None:

@@ -139,8 +139,34 @@ def test_a_program_reads_like_a_person_wrote_it() -> None:
     assert "def normalize(text):\n" in source and "return lowercase(text)" in source
     assert "def reward(completions, references, prompts=None, **kwargs):" in source
     assert "BOUNDS = (0.0, 1.0)" in source and "Written from 12 examples." in source
-    # only what the composition uses is in the program
-    assert "boxed" not in source and "same_number" not in source
+    # only what the composition uses is in the program, and the shared answer reading
+    assert "def boxed_answer" not in source and "same_number" not in source
+    assert (
+        "def read_answers(text" in source
+        and "if hedges(text, reference, answer_is_right):" in source
+    )
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        # one answer in any common style is read by the program's own extractors
+        ("<answer>72</answer>", 1.0),
+        ("<think>I got 70, then 72.</think><answer>72</answer>", 1.0),
+        # several different answers, or only a negated one: the program pays nothing
+        ("<answer>72 or 73</answer>", 0.0),
+        ("<answer>72</answer><answer>73</answer>", 0.0),
+        ("<answer>72</answer>\nFinal answer: 73", 0.0),
+        ("The answer is not 72.\n<answer>not 72</answer>", 0.0),
+    ],
+)
+def test_a_rendered_program_refuses_hedges_as_the_tools_do(
+    completion: str, expected: float
+) -> None:
+    comp = Composition(("answer_in_tags", "last_line"), ("strip_punctuation",), "same_text")
+    program = compile_program(render(comp))
+    assert program["reward"]([completion], ["72"]) == [expected]
+    assert shared_evaluator().score(comp, completion, "72") == expected  # the search's mirror
 
 
 def test_a_program_never_crashes_on_hostile_completions() -> None:

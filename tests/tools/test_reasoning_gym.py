@@ -98,7 +98,10 @@ def test_partial_credit_passes_through() -> None:
 MISSING_TAGS = [
     # default: the last non-empty line, where a chat model puts its bare final answer
     ("last_line", "Let me count.\n{gold}\n\n", 1.0),
-    ("last_line", "The answer is {gold}, I think.\nDone.", 0.0),
+    ("last_line", "I counted {gold} before.\nDone.", 0.0),
+    # ... after any marked final answer ("The answer is", "Final answer:", \boxed{})
+    ("last_line", "The answer is {gold}, I think.\nDone.", 1.0),
+    ("last_line", "Final answer: \\boxed{{{gold}}}", 1.0),
     # the whole completion: the gold inside a longer text gets partial credit only
     ("all", "Let me count.\n{gold}", "partial"),
     # reasoning-gym's own evaluation: no tags, no answer

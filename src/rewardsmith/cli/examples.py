@@ -16,6 +16,12 @@ EXAMPLES: dict[str, list[str]] = {
         "rewardsmith score data.jsonl -o out/scored.jsonl --task-map gsm8k=gsm8k,mbpp=code",
     ],
     "convert": ["rewardsmith convert HumanEval.jsonl.gz -o out/humaneval.jsonl"],
+    "audit": [
+        "rewardsmith audit gsm8k --examples examples/audit/gsm8k.jsonl --library out/library.db",
+        "rewardsmith audit examples/audit/contains_reference.py --examples "
+        "examples/audit/gsm8k.jsonl --json out/audit.json",
+        "rewardsmith audit math --examples examples/audit/math.jsonl --attacks hedge,shotgun",
+    ],
     "serve": ["rewardsmith serve --tool gsm8k --port 8000 --library out/library.db"],
     "tools list": ["rewardsmith tools list --library out/library.db"],
     "tools show": ["rewardsmith tools show gsm8k --library out/library.db"],

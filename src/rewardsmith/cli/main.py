@@ -8,6 +8,7 @@ import sys
 import typer
 from rich.text import Text
 
+from rewardsmith.cli import audit as audit_cmd
 from rewardsmith.cli import bench as bench_cmd
 from rewardsmith.cli import convert as convert_cmd
 from rewardsmith.cli import grpo as grpo_cmd
@@ -34,6 +35,7 @@ app.command("score")(score_cmd.score)
 app.command("convert")(convert_cmd.convert)
 app.command("serve")(serve_cmd.serve)
 app.command("report")(report_cmd.report)
+app.command("audit")(audit_cmd.audit)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(rm_cmd.app, name="rm")
 app.add_typer(grpo_cmd.app, name="grpo")

@@ -184,6 +184,10 @@ def gate_cmd(
     min_accuracy: MinAccuracy = 0.9,
     min_auc: MinAuc = 0.9,
     max_probe_win_rate: MaxProbeWinRate = 0.0,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="Seed of the probes (default: fresh; the report keeps it)."),
+    ] = None,
 ) -> None:
     """Run the admission gate on any tool; exit 0 if it would be admitted, 3 if not."""
     from rewardsmith.synth.examples import load_examples
@@ -194,7 +198,13 @@ def gate_cmd(
     with open_library(library) as lib:
         built = lib.get(tool)
         report = gate_tool(
-            built, rows, config=config, library=lib, name=built.spec.name, extra={"audit": True}
+            built,
+            rows,
+            config=config,
+            library=lib,
+            name=built.spec.name,
+            extra={"audit": True},
+            seed=seed,
         )
     payload = report.to_dict()
     _write_json(json_report, payload)

@@ -78,19 +78,34 @@ def show(
     name: Annotated[str, typer.Argument(help="NAME or NAME@VERSION")],
     library: LibraryOption = None,
 ) -> None:
-    """Show one tool: spec, config and versions."""
+    """Show one tool: spec, config, versions and its latest audit's rates."""
+    from rewardsmith.audit import latest_audit
+
     tool_name, version = parse_tool_ref(name)
     with open_library(library) as lib:
         record = lib.record(tool_name, version)
         versions = [r.spec.version for r in lib.versions(tool_name)]
+        audit = latest_audit(lib, tool_name, record.spec.version)
     out = {
         **record.spec.to_dict(),
         "config": record.config,
         "created_at": record.created_at,
         "retired": record.retired,
         "versions": versions,
+        "audit": _audit_summary(audit),
     }
     console.print_json(json.dumps(out))
+
+
+def _audit_summary(detail: dict | None) -> dict | str:
+    """The latest `rewardsmith audit` of this version, its rates as "wrong/probes [CI]"."""
+    if detail is None:
+        return "never audited (rewardsmith audit NAME --examples EX.jsonl)"
+    rates = {
+        name: f"{r['wrong']}/{r['probes']} [{r['ci95'][0]:.1%}, {r['ci95'][1]:.1%}]"
+        for name, r in detail.get("rates", {}).items()
+    }
+    return {"verdict": detail.get("verdict"), "seed": detail.get("seed"), "rates": rates}
 
 
 @app.command("history")

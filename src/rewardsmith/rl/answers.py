@@ -54,7 +54,8 @@ def solution_blocks(completion: str) -> list[str]:
 def extract_answer(completion: str, fmt: AnswerFormat = "solution") -> Fraction | None:
     """The completion's numeric answer under `fmt`, or None when it has none."""
     if fmt == "gsm8k":
-        return extract_number(completion)
+        value = extract_number(completion)
+        return value if isinstance(value, Fraction) else None  # a hedge is no one answer
     if fmt != "solution":
         raise ConfigError(f"answer format must be one of {ANSWER_FORMATS}, got {fmt!r}")
     blocks = solution_blocks(completion)
@@ -74,7 +75,7 @@ def extract_answer(completion: str, fmt: AnswerFormat = "solution") -> Fraction 
 def parse_reference(reference: str) -> Fraction:
     """The reference number (a bare number or a GSM8K solution ending in `#### N`)."""
     value = extract_number(reference)
-    if value is None:
+    if not isinstance(value, Fraction):
         raise ConfigError(f"reference {reference[:60]!r} holds no number")
     return value
 

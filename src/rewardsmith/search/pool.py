@@ -36,15 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import InputError
+from rewardsmith.exploits.answer_attacks import GRADER_NOTES, LONG_FILLER, LONG_REPEATS, PAD_LINES
 from rewardsmith.jsonl import read_jsonl
 from rewardsmith.search.task import SearchTask
-from rewardsmith.synth.probes import (
-    GRADER_NOTE,
-    LONG_FILLER,
-    LONG_REPEATS,
-    PAD_BLANK_LINES,
-    PAD_REPEATED_LINES,
-)
 
 POOL_FILE = "pool.jsonl"
 #: Prompts whose groups get probes (each prompt gets every probe kind).
@@ -62,6 +56,10 @@ PROBE_KINDS: tuple[str, ...] = (
     "grader_instruction",
 )
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# The exploit corpus's filler and grader note (`rewardsmith.exploits`), as the proxy's probes
+# have always been written.
+GRADER_NOTE = GRADER_NOTES[0]
+PAD_BLANK_LINES = PAD_REPEATED_LINES = PAD_LINES
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ b. `held_out`: on cases built from held-out examples only (`rewardsmith.synth.ev
    `threshold` and the AUC of right against wrong reach `min_accuracy` and `min_auc`; the
    held-out labeled completions alone, the users' own verdicts, must reach `min_accuracy`
    too (constructed cases must not outvote them).
-c. `probes`: no hacking probe (`rewardsmith.synth.probes`) scores as high as the right
-   answer of its own example on more than `max_probe_win_rate` of that kind's probes. For
-   reward code, the strings of the code are probes too (`code_probes.trigger_probes`), and
-   an admitted tool's samples scored again, shuffled, must get the same scores
-   (`code_probes.batch_dependence`; else `runs` fails).
+c. `probes`: no hacking probe (the exploit corpus's attacks, `rewardsmith.synth.probes`,
+   drawn afresh each run) scores as high as the right answer of its own example on more
+   than `max_probe_win_rate` of that kind's probes. For reward code, the strings of the
+   code are probes too (`code_probes.trigger_probes`), and an admitted tool's samples scored
+   again, shuffled, must get the same scores (`code_probes.batch_dependence`; else `runs`
+   fails).
 
 Scores are read on [0, 1]; a tool whose scores leave that range (a raw reward model) is
 rescaled by the lowest and highest score it gave in the gate. A tool that needs no
@@ -163,12 +164,15 @@ def gate_tool(
     library: Library | None = None,
     name: str | None = None,
     extra: dict[str, Any] | None = None,
+    seed: int | None = None,
 ) -> GateReport:
     """Run the three checks on `tool` with the `held_out` examples (see module docstring).
 
     `all_examples` (default: `held_out`) lend their completions' answer styles and their
-    answers as wrong answers; `styles` overrides the styles. With `library`, the decision is
-    logged as a `gate` event about `name` (default: the tool's name), with `extra` in it.
+    answers as wrong answers; `styles` overrides the styles. The probes are the exploit
+    corpus's attacks drawn with `seed` (default: a fresh one; `checks["corpus"]` records
+    it). With `library`, the decision is logged as a `gate` event about `name` (default:
+    the tool's name), with `extra` in it.
     """
     start = time.perf_counter()
     config = config or GateConfig()
@@ -178,19 +182,21 @@ def gate_tool(
     if tool.spec.needs_reference:
         cases = build_cases(held_out, styles, answers, seed=1)
         rights = [right_answer(line, styles) for line in held_out]
-        probes = build_probes(held_out, styles, answers)
-        probes += trigger_probes(tool, held_out, styles)
     else:
         cases = response_cases(held_out, pool_examples)
         rights = [line.reference for line in held_out]
-        probes = build_probes(held_out, [], [e.reference for e in pool_examples])
+    corpus = build_probes(held_out, seed)
+    probes = list(corpus.probes)
+    if tool.spec.needs_reference:
+        probes += trigger_probes(tool, held_out, styles)
     samples = [Sample(c.completion, c.prompt, c.reference) for c in cases]
     samples += [
         Sample(r, line.prompt, line.reference) for r, line in zip(rights, held_out, strict=True)
     ]
     samples += [Sample(p.completion, p.prompt, p.reference) for p in probes]
     rewards = _score(tool, samples)
-    report = _judge(tool, cases, probes, rewards, config)
+    report = _judge(tool, cases, probes, rewards, config, (*corpus.classes(), TRIGGER_KIND))
+    report.checks["corpus"] = {"seed": corpus.seed, "kind": corpus.kind, "probes": len(probes)}
     dependence = batch_dependence(tool, samples, rewards) if report.admitted else ""
     if dependence:
         report = GateReport(
@@ -223,6 +229,7 @@ def _judge(
     probes: Sequence[Probe],
     rewards: Sequence[Reward],
     config: GateConfig,
+    kinds: Sequence[str] = PROBE_KINDS,
 ) -> GateReport:
     ref = tool.spec.ref
     broken = [r for r in rewards if r.status in ("error", "timeout")]
@@ -321,7 +328,7 @@ def _judge(
         k["mean"] = round(k.pop("total") / k["probes"], 4)
         k["max"] = round(k["max"], 4)
         k["win_rate"] = round(k["wins"] / k["probes"], 4)
-    checks["probes"] = {k: by_kind[k] for k in (*PROBE_KINDS, TRIGGER_KIND) if k in by_kind}
+    checks["probes"] = {kind: by_kind[kind] for kind in kinds if kind in by_kind}
     failed = [
         (kind, k)
         for kind, k in checks["probes"].items()

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsmith.answers import embeddable_source
 from rewardsmith.sandbox.confine import restricted_globals
 from rewardsmith.synth.catalogue import (
     COMPARATORS,
@@ -226,16 +227,21 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     find, readers = _answer_readers(c)
     parts += readers
     ref_line, compared = _comparison(c)
+    parts += [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared)]
     parts.append(
         "def score_one(completion, reference):\n"
-        '    """1.0 when the answer in the completion matches the reference, else 0.0."""\n'
+        '    """1.0 when the answer in the completion matches the reference and the\n'
+        '    completion offers no other answer, else 0.0."""\n'
         "    if reference is None:\n"
         "        return 0.0\n"
         f"{ref_line}"
-        f"    answer = {find}(completion[-MAX_COMPLETION_CHARS:])\n"
+        "    text = completion[-MAX_COMPLETION_CHARS:]\n"
+        f"    answer = {find}(text)\n"
         f"    if answer is None{' or reference is None' if c.reference_extractor else ''}:\n"
         "        return 0.0\n"
-        f"    return 1.0 if {compared} else 0.0"
+        "    if hedges(text, reference, answer_is_right):\n"
+        "        return 0.0\n"
+        "    return 1.0 if answer_is_right(answer, reference) else 0.0"
     )
     parts.append(
         "def reward(completions, references, prompts=None, **kwargs):\n"
@@ -249,6 +255,35 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         "    return scores"
     )
     return "\n\n\n".join(parts) + "\n"
+
+
+# Every rendered program reads hedges as the built-in tools do: `rewardsmith.answers`,
+# pasted in whole (plain functions over `re`, sandbox-safe), and one check over it.
+HEDGE_SECTION = (
+    "# -- the final answer in every common style, and hedges (rewardsmith.answers) --\n\n"
+    + embeddable_source().strip()
+)
+HEDGE_CHECK = textwrap.dedent(
+    '''
+    def hedges(text, reference, is_right):
+        """Whether the completion hedges: it offers several answers (rewardsmith.answers)
+        and not every one is right, or only answers it negates. Answers are split into
+        alternatives as the reference allows (`split_for`: a list only at hedging words,
+        a sentence not at all)."""
+        offered, _style, negated_count = read_answers(text, split_for(reference))
+        if not offered:
+            return negated_count > 0
+        return len(offered) > 1 and not all(is_right(item, reference) for item in offered)
+    '''
+).strip()
+
+
+def _answer_is_right(compared: str) -> str:
+    return (
+        "def answer_is_right(answer, reference):\n"
+        '    """Whether one answer matches the reference."""\n'
+        f"    return bool({compared})"
+    )
 
 
 def _comparison(c: Composition) -> tuple[str, str]:
@@ -307,16 +342,20 @@ def render_check(composition: Composition) -> tuple[list[str], list[str]]:
     ref_line, compared = _comparison(c)
     check = (
         "def answer_matches(text, reference):\n"
-        f'    """Whether the answer matches: {c.describe()}."""\n'
+        f'    """Whether the answer matches, and no other answer is offered: {c.describe()}."""\n'
         "    if reference is None:\n"
         "        return False\n"
         f"{ref_line}"
-        f"    answer = {find}(text[-MAX_COMPLETION_CHARS:])\n"
+        "    text = text[-MAX_COMPLETION_CHARS:]\n"
+        f"    answer = {find}(text)\n"
         "    if answer is None or reference is None:\n"
         "        return False\n"
-        f"    return bool({compared})"
+        "    if hedges(text, reference, answer_is_right):\n"
+        "        return False\n"
+        "    return answer_is_right(answer, reference)"
     )
-    return imports, [*sources, *readers, check]
+    extra = [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared)]
+    return imports, [*sources, *readers, *extra, check]
 
 
 def compile_program(source: str, host: Mapping[str, Callable[..., Any]] | None = None) -> Any:
@@ -353,7 +392,7 @@ class Evaluator:
 
     def __init__(self, host: Mapping[str, Callable[..., Any]] | None = None) -> None:
         prims = _closure([*PRIMITIVES, *HELPERS])
-        source = "\n\n".join(p.source for p in prims)
+        source = "\n\n".join([HEDGE_SECTION, HEDGE_CHECK, *(p.source for p in prims)])
         self._ns = compile_program("\n".join(_import_lines(prims)) + "\n\n" + source, host)
         self.host_functions: dict[str, Callable[..., Any]] = dict(host or {})
         self._cache: dict[tuple[str, str, str], Any] = {}
@@ -391,12 +430,32 @@ class Evaluator:
         answer = self.extract(composition, completion)
         if answer is None or ref is None or answer is FAILED or ref is FAILED:
             return 0.0
+        if self.hedges(composition, (completion or "")[-MAX_COMPLETION_CHARS:], ref):
+            return 0.0
+        return 1.0 if self._right(composition, answer, ref) else 0.0
+
+    def _right(self, composition: Composition, answer: str, ref: str) -> bool:
+        """The rendered `answer_is_right`: normalize both sides, compare."""
         for name in composition.normalizers:
             answer, ref = self.apply(name, answer), self.apply(name, ref)
             if answer is FAILED or ref is FAILED:
-                return 0.0
+                return False
         same = self.apply(composition.comparator, answer, ref)
-        return 1.0 if same is not FAILED and same else 0.0
+        return same is not FAILED and bool(same)
+
+    def hedges(self, composition: Composition, text: str, ref: str) -> bool:
+        """The rendered `hedges`: several answers offered and not every one right, or only
+        negated ones (`rewardsmith.answers`); cached per text like a primitive."""
+        key = ("hedge-reading", text, ref)
+        if key not in self._cache:
+            try:
+                self._cache[key] = self._ns["read_answers"](text, self._ns["split_for"](ref))
+            except Exception:
+                self._cache[key] = ([], "", 0)
+        offered, _, negated = self._cache[key]
+        if not offered:
+            return bool(negated)
+        return len(offered) > 1 and not all(self._right(composition, o, ref) for o in offered)
 
 
 @functools.lru_cache(maxsize=1)

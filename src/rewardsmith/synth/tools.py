@@ -6,7 +6,9 @@
 - `MathComposedTool`: an offline composition whose comparator is math equivalence. Its
   extractors and normalizers run in this process (they are rewardsmith's own primitive
   source, compiled in the restricted namespace; never code from a model or a user) and the
-  comparison is the built-in `math` tool's (math-verify, in its worker processes).
+  comparison is the built-in `math` tool's (math-verify, in its worker processes). Like a
+  rendered program, it refuses hedges: when the completion offers several answers
+  (`rewardsmith.answers`), each must be equivalent to the reference.
 - `CalibratedModelTool` (WrapLLM): a local sequence-classification reward model whose raw
   score is mapped to [0, 1] by a logistic calibration fitted on examples; records the model
   id and revision it wraps.
@@ -18,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rewardsmith.answers import hedge_reason, read_answers, split_for
 from rewardsmith.errors import ConfigError
 from rewardsmith.tools.base import make_reward, score_batch
 from rewardsmith.tools.reward_fn import RewardFunctionTool
@@ -87,7 +90,8 @@ class MathComposedTool(RewardTool):
         ev = shared_evaluator()
         c = self.composition
         rewards: list[Reward | None] = [None] * len(samples)
-        todo: list[tuple[int, Sample]] = []
+        # (sample index, its answers to check: the composition's, then every other offered)
+        todo: list[tuple[int, list[Sample]]] = []
         for i, s in enumerate(samples):
             reference: Any = s.reference
             if reference is not None and c.reference_extractor:
@@ -99,10 +103,23 @@ class MathComposedTool(RewardTool):
             if not isinstance(answer, str) or not isinstance(reference, str):
                 rewards[i] = make_reward(self.spec, 0.0, reason="no answer found")
                 continue
+            offered, _, negated = read_answers(s.completion or "", split_for(reference))
+            if not offered and negated:
+                rewards[i] = make_reward(self.spec, 0.0, reason="every answer is negated")
+                continue
             # The math tool reads a \boxed{} answer before anything else in a completion.
-            todo.append((i, Sample(completion=f"\\boxed{{{answer}}}", reference=reference)))
-        scored = score_batch(self.math, [s for _, s in todo]) if todo else []
-        for (i, _), r in zip(todo, scored, strict=True):
+            answers = [answer, *(offered if len(offered) > 1 else [])]
+            todo.append(
+                (i, [Sample(completion=f"\\boxed{{{a}}}", reference=reference) for a in answers])
+            )
+        flat = [sample for _, checks in todo for sample in checks]
+        scored = iter(score_batch(self.math, flat) if flat else [])
+        for i, checks in todo:
+            results = [next(scored) for _ in checks]
+            r = results[0]
+            if len(results) > 1 and any(x.score != 1.0 for x in results[1:]):
+                offered = [chk.completion[7:-1] for chk in checks[1:]]
+                r = make_reward(self.spec, 0.0, reason=hedge_reason(offered))
             rewards[i] = make_reward(self.spec, r.score, r.status, r.reason, r.components)
         return [r or make_reward(self.spec, 0.0, "error", reason="not scored") for r in rewards]
 

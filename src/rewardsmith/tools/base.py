@@ -4,7 +4,8 @@ A verifier tool subclasses `AnswerVerifier` and writes three small methods:
 
 - `parse_reference(reference) -> parsed` (raise `InvalidReferenceError` when unusable),
   called once per distinct reference in a batch: GRPO groups share one reference;
-- `extract(completion) -> answer | None` (None: the completion has no answer);
+- `extract(completion) -> answer | None` (None: the completion has no answer; a `Hedged`
+  when it offers several different answers, which scores 0.0 with reason `hedged: ...`);
 - `compare(answer, parsed_reference) -> Verdict` (score plus optional components).
 
 The base class does the rest, so every tool returns exactly one `Reward` per sample and
@@ -12,11 +13,11 @@ never raises on model output. `score` checks each reference (missing, not text, 
 `invalid_reference`), clips each completion to its tail (`clip_completion`) and groups the
 batch by reference, each distinct completion once; `verify_groups` verifies the groups and
 `check_group` is its one step-by-step rule for a group: the reference, then each
-completion's extract + compare, each bounded by `step_timeout` where a signal can interrupt
-it (`rewardsmith.tools.deadline`). `verify_groups` runs `check_group` in this process; a tool
-may run the same `check_group` elsewhere (the `math` tool sends the groups to worker
-processes, `rewardsmith.tools.verifier_pool`, where each step gets its deadline from any
-calling thread).
+completion's extract + compare, each bounded by `step_timeout` in whatever thread it runs
+(`rewardsmith.tools.deadline`: a timer signal on the main thread, a profile hook on others).
+`verify_groups` runs `check_group` in this process; a tool may run the same `check_group`
+elsewhere (the `math` tool sends the groups to worker processes,
+`rewardsmith.tools.verifier_pool`, whose parent also kills a worker stuck past it).
 """
 
 from __future__ import annotations
@@ -27,15 +28,32 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsmith.answers import hedge_reason
 from rewardsmith.config import MAX_REFERENCE_CHARS, clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
-from rewardsmith.tools.deadline import StepTimeout, can_interrupt, deadline
+from rewardsmith.tools.deadline import StepTimeout, deadline
 from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
 
 log = logging.getLogger(__name__)
 
 # Logged excerpts of bad completions stay short: logs are for people, not archives.
 LOG_EXCERPT_CHARS = 200
+# Every step of every verifier has a deadline: extraction is linear-time and takes
+# milliseconds, so only a pathological parser or scorer ever meets it.
+DEFAULT_STEP_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Hedged:
+    """What `extract` returns for a completion that offers several different answers ("72
+    or 73", two boxes that disagree): it scores 0.0, whatever the reference (DESIGN.md,
+    failure policy). `candidates` are the answers offered, as written."""
+
+    candidates: tuple[str, ...]
+
+    @property
+    def reason(self) -> str:
+        return hedge_reason(list(self.candidates))
 
 
 @dataclass(frozen=True)
@@ -108,9 +126,9 @@ class AnswerVerifier(RewardTool):
     #: False for tools that judge the whole completion (format, length) rather than a final
     #: answer at its end; they must stay linear-time on megabyte completions.
     clip_completion: bool = True
-    #: Seconds each step (the reference, or one completion's extract + compare) may take;
-    #: enforced where a signal can interrupt it (the main thread). None: unbounded.
-    step_timeout: float | None = None
+    #: Seconds each step (the reference, or one completion's extract + compare) may take,
+    #: in any thread; a late step scores 0.0 with status `timeout`. None: unbounded.
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT_SECONDS
 
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
@@ -174,8 +192,8 @@ class AnswerVerifier(RewardTool):
 
     def verify_groups(self, groups: Sequence[Group]) -> list[list[Reward]]:
         """One reward per completion of each group, in order. Default: `check_group` here,
-        each step bounded by `step_timeout` when called on the main thread."""
-        timeout = self.step_timeout if can_interrupt() else None
+        each step bounded by `step_timeout`."""
+        timeout = self.step_timeout
         return [
             group_rewards(
                 self, group, self.check_group(group.reference, group.completions, timeout)
@@ -224,6 +242,8 @@ class AnswerVerifier(RewardTool):
                 answer = self.extract(completion)
                 if answer is None:
                     return self.no_answer()
+                if isinstance(answer, Hedged):
+                    return make_reward(self.spec, 0.0, reason=answer.reason)
                 verdict = self.compare(answer, reference)
         except StepTimeout:
             reason = f"verification timed out after {timeout:g}s"

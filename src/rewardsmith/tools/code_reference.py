@@ -47,7 +47,7 @@ Format = Literal["humaneval", "mbpp", "stdio", "asserts"]
 # Parsed references kept across calls (an unusable one raises each time).
 SUITE_CACHE = 4096
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_FENCE_TAG = re.compile(r"[ \t]*([A-Za-z0-9_+.-]*)")
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 
 
@@ -96,10 +96,30 @@ class TestSuite:
         return frozenset().union(*(t.builtins for t in self.tests))
 
 
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(tag, body) of every fenced block, in order: a ``` line opens one (its tag is the
+    first word after the fence), the next ``` or the end of the text closes it. One pass of
+    `str.find`: linear, however many fences the text holds."""
+    blocks = []
+    pos = text.find("```")
+    while pos >= 0:
+        newline = text.find("\n", pos + 3)
+        if newline < 0:
+            break  # a fence without a line after it opens nothing, nor does any later one
+        tag = _FENCE_TAG.match(text, pos + 3, newline)
+        close = text.find("```", newline + 1)
+        body_end = len(text) if close < 0 else close
+        blocks.append((tag.group(1) if tag is not None else "", text[newline + 1 : body_end]))
+        if close < 0:
+            break
+        pos = text.find("```", close + 3)
+    return blocks
+
+
 def extract_code(completion: str) -> str:
     """The program in a completion: the last ```python block, else the last fenced block,
     else the completion itself."""
-    blocks = _FENCE.findall(completion)
+    blocks = fenced_blocks(completion)
     if not blocks:
         return completion
     python = [body for tag, body in blocks if tag.lower() in _PYTHON_TAGS]

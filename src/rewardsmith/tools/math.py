@@ -1,9 +1,14 @@
 """math: final-answer equivalence for competition math (MATH, AIME, AMC), built on math-verify.
 
-Rule followed: math-verify (huggingface/Math-Verify). `extract` is its `parse` of the
-clipped completion (`\\boxed{}` first, then "the answer is", then the last LaTeX or plain
-expression, `parser.py`); `compare` is its `verify(gold, answer)` against the parsed
-reference (`grader.py`). A bare reference (`\\frac{1}{2}`, `3, 5, 7`) is wrapped as `$...$`
+Rule followed: math-verify (huggingface/Math-Verify). `extract` reads the answers the
+clipped completion offers (`rewardsmith.tools.math_answers`: every marked answer, `\\boxed{}`,
+`<answer>` tags, `####`, "the answer is"; else a bare final line; else math-verify's `parse`
+of the prose, `parser.py`); `compare` is math-verify's `verify(gold, answer)` against the
+parsed reference (`grader.py`) for each of them. Hedges score 0.0 (reason `hedged: ...`):
+against a reference with one value, every answer offered must match ("The answer is 2 or
+3." and `\\boxed{2} \\boxed{3}` offer two); against a set, tuple or interval the answers are
+compared together ("x = 2 or x = 3" for the roots 2, 3). Answers under a negation ("It is
+not 2.") and the question given back are not answers. A bare reference (`\\frac{1}{2}`, `3, 5, 7`) is wrapped as `$...$`
 before parsing, which is how math-verify reads all of it: unwrapped it reads only a plain
 expression (`3, 5, 7` -> 7). These steps and their reasons live here and nowhere else.
 
@@ -23,8 +28,9 @@ completion's extract + compare) gets a `timeout_seconds` deadline of our own
 enforces `timeout_seconds + verifier_pool.KILL_GRACE_SECONDS` per step from any thread: a
 worker that overruns (stuck in C code, stopped) is killed and replaced, its current item
 scores `timeout`, the rest is re-sent, and the caller never waits longer.
-`workers=0` scores in the calling process: no start-up cost, but the deadline then works
-only when `score` is called from the main thread; elsewhere nothing is interrupted.
+`workers=0` scores in the calling process: no start-up cost, and each step still has its
+deadline in any thread (a timer signal on the main thread, a profile hook elsewhere:
+`rewardsmith.tools.deadline`), but a step stuck inside one C call cannot be stopped there.
 
 Missing, empty or unparseable references, and references of another tool's kind (a JSON list
 of unit tests, a HumanEval record), give `invalid_reference` (score None), a completion
@@ -39,14 +45,26 @@ import os
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from math_verify import parse, verify
 
+from rewardsmith.answers import hedge_reason
 from rewardsmith.config import clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Group, Verdict
+from rewardsmith.tools.math_answers import (
+    MAX_CANDIDATES,
+    MathReading,
+    as_latex,
+    as_one,
+    prose_answer_stands,
+    prose_quotient,
+    read_math,
+    single_valued,
+)
 from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.tools.verifier_pool import VerifierPool
 from rewardsmith.types import Reward, ToolSpec
@@ -58,9 +76,6 @@ DEFAULT_TIMEOUT_SECONDS = 5.0
 # A worker keeps this many parsed references: a trainer revisits a prompt many times and a
 # big GRPO group is split over several chunks, but one epoch of references can be large.
 GOLD_CACHE_SIZE = 1024
-# A short delimiter-free completion is read as one LaTeX expression ("\\frac{3}{4}i",
-# "(x-2)(x+2)"), as a reference is; longer text is prose, left to math-verify's extraction.
-BARE_ANSWER_MAX_CHARS = 100
 # Shown in reasons; sympy's str() of a huge expression can itself take forever, so reasons
 # use the matched text math-verify returns beside each expression.
 ANSWER_EXCERPT_CHARS = 80
@@ -70,13 +85,6 @@ _MATH_DELIMITER = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
 # "1,22": math-verify's expression reading is the decimal 1.22 (its own test_number_extraction),
 # the LaTeX reading the set {1, 22} (MATH writes "-2,1" for two roots): both are accepted.
 _DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+")
-# Words of three letters or more mean prose ("The answer is 5"), except command names and
-# the contents of `\text{...}`-like commands.
-_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
-_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mbox|operatorname|begin|end)\s*\{[^{}]*\}")
-# Digits, separators and signs only ("1 000", "1000,99"): math-verify's expression reading
-# of a number beats LaTeX's, which reads "1000,99" as a set.
-_NUMBER_LIKE = re.compile(r"[\s\d.,+\-]+")
 
 # One answer of each common shape: the first parse / verify of a shape imports sympy modules
 # and builds caches (~0.05 s each), which a worker pays before it reports ready, not in a batch.
@@ -136,19 +144,20 @@ def _parse_gold_cached(reference: str) -> tuple[list[Any], str]:
     return gold, ""
 
 
-def _is_bare_answer(text: str) -> bool:
-    if not text or len(text) > BARE_ANSWER_MAX_CHARS or "\n" in text:
-        return False
-    if _MATH_DELIMITER.search(text) or _NUMBER_LIKE.fullmatch(text):
-        return False
-    return _WORD.search(_TEXT_COMMAND.sub(" ", text)) is None
-
-
 def _answer_excerpt(answer: list[Any]) -> str:
     """The matched text of an extracted answer, short enough for a reason."""
     texts = [a for a in answer if isinstance(a, str)]
     text = texts[0] if texts else "?"
     return text if len(text) <= ANSWER_EXCERPT_CHARS else text[:ANSWER_EXCERPT_CHARS] + "..."
+
+
+@dataclass(frozen=True)
+class MathAnswer:
+    """What `MathTool.extract` reads: math-verify's parse of the whole text (possibly empty)
+    and the answers the completion offers."""
+
+    parsed: list[Any]
+    reading: MathReading
 
 
 class MathTool(AnswerVerifier):
@@ -202,25 +211,60 @@ class MathTool(AnswerVerifier):
             raise InvalidReferenceError(problem)
         return gold
 
-    def extract(self, completion: str) -> list[Any] | None:
-        """The candidate answers math-verify finds in the clipped `completion` (`parse` with
-        its defaults: LaTeX then plain expressions, `\\boxed{}` first), or None when it finds
-        none. A short delimiter-free completion that reads as one LaTeX expression is parsed
-        as `$completion$`, as a bare reference is."""
-        text = clip_tail(completion)
-        answer = _parse(text)
-        bare = text.strip()
-        if _is_bare_answer(bare):
-            as_latex = _parse(f"${bare}$")
-            if as_latex and not isinstance(as_latex[0], str):
-                answer = as_latex
-        return answer or None
+    def extract(self, completion: str) -> MathAnswer | None:
+        """What the clipped `completion` answers (`rewardsmith.tools.math_answers.read_math`):
+        the answers its markers or its bare final answer offer, else math-verify's own
+        reading of its prose (`parse` with its defaults: LaTeX then plain expressions); None
+        when it answers nothing (or only under a negation, or only with the question)."""
+        reading = read_math(clip_tail(completion))
+        if reading.how != "prose":
+            return MathAnswer([], reading) if reading.groups else None
+        if not prose_answer_stands(reading):
+            return None
+        # a quotient of LaTeX whole ("\\sqrt{51}/\\frac{14}{3}"), else math-verify's reading
+        quotient = prose_quotient(reading)
+        answer = (_parse(quotient) if quotient is not None else []) or _parse(reading.text)
+        if not answer:
+            return None
+        return MathAnswer(answer, reading)
 
-    def compare(self, answer: Any, reference: Any) -> Verdict:
-        """math-verify's `verify(gold, answer)` with default precision and strictness."""
-        if verify(reference, answer, timeout_seconds=None):
+    def compare(self, answer: MathAnswer, reference: Any) -> Verdict:
+        """math-verify's `verify(gold, answer)` with default precision and strictness, for
+        every answer offered (see `rewardsmith.tools.math_answers`): a reference with one
+        value is matched only when each of them matches it; a reference with several values
+        is matched by the answers together."""
+        offered = answer.reading.candidates
+        if len(offered) > MAX_CANDIDATES:
+            return Verdict(0.0, reason=hedge_reason(offered))
+        if not offered:  # prose: math-verify's reading of it
+            if verify(reference, answer.parsed, timeout_seconds=None):
+                return Verdict(1.0, reason="equivalent to the reference")
+            return Verdict(
+                0.0, reason=f"answer {_answer_excerpt(answer.parsed)!r} differs from the reference"
+            )
+        if single_valued(reference):
+            if all(self._matches(reference, as_latex(c)) for c in offered):
+                return Verdict(1.0, reason="equivalent to the reference")
+        elif (
+            self._matches(reference, as_one(offered))
+            or self._groups_agree(answer, reference)
+            # one answer math-verify reads better whole ("between $12$ and $13$")
+            or (len(answer.reading.groups) == 1 and self._matches(reference, answer.reading.text))
+        ):
             return Verdict(1.0, reason="equivalent to the reference")
-        return Verdict(0.0, reason=f"answer {_answer_excerpt(answer)!r} differs from the reference")
+        if len(offered) > 1:
+            return Verdict(0.0, reason=hedge_reason(offered))
+        return Verdict(
+            0.0, reason=f"answer {offered[0][:ANSWER_EXCERPT_CHARS]!r} differs from the reference"
+        )
+
+    def _matches(self, gold: Any, latex: str) -> bool:
+        return bool(verify(gold, _parse(latex), timeout_seconds=None))
+
+    def _groups_agree(self, answer: MathAnswer, gold: Any) -> bool:
+        """Whether several marked answers are each the (several-valued) reference."""
+        groups = answer.reading.groups
+        return len(groups) > 1 and all(self._matches(gold, as_one(group)) for group in groups)
 
     def error_reason(self, exc: Exception) -> str:
         # Clipped: sympy's messages can hold a whole expression.

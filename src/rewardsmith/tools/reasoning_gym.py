@@ -18,11 +18,18 @@ config too (`decimal_arithmetic` rounds to `max_num_decimal_places`, `time_inter
 `polynomial_equations` use tolerances, `puzzle24` checks the number range): pass
 `"config"` when the entries were generated with a non-default config of those.
 
-The answer is the text inside the last `<answer>...</answer>` (reasoning-gym's convention,
-read with its own `reasoning_gym.utils.extract_answer`). Without tags, `fallback` decides:
-`"last_line"` (default) takes the last non-empty line, where chat models put a bare final
-answer; `"all"` takes the whole stripped completion (for multi-line answers such as grids
-given without tags); `"none"` scores 0, as reasoning-gym's own evaluation does.
+The answer is the text inside the `<answer>...</answer>` tags (reasoning-gym's convention;
+the same pairing as its `reasoning_gym.utils.extract_answer`, in linear time). Without
+tags, `fallback` decides: `"last_line"` (default) reads the final answer in any common style
+(`rewardsmith.answers`: "The answer is ...", `\\boxed{}`, "Final answer: ..."), else the
+last non-empty line, where chat models put a bare final answer; `"all"` takes the whole
+stripped completion (for multi-line answers such as grids given without tags); `"none"`
+scores 0, as reasoning-gym's own evaluation does.
+
+Hedges score 0.0 (reason `hedged: ...`): several `<answer>` tags (or marked answers) that
+the scorer does not score alike; an answer that names alternatives ("7 or 8", "7, 8"; for a
+list answer, only at hedging words: "a, b, or b, a", and a list longer than the entry's,
+which some scorers pay by position); a bare list of values, one per line, at the end.
 """
 
 from __future__ import annotations
@@ -34,12 +41,23 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, cast
 
+from rewardsmith.answers import (
+    alternatives,
+    clean,
+    final_answer,
+    hedge_reason,
+    listed_above,
+    marked_answers,
+    split_for,
+)
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.base import AnswerVerifier, Verdict, make_reward
 from rewardsmith.types import Reward, ToolSpec
 
 Fallback = Literal["last_line", "all", "none"]
 FALLBACKS: tuple[Fallback, ...] = ("last_line", "all", "none")
+# More distinct answers than this is a hedge whatever they are: none is scored.
+MAX_CANDIDATES = 8
 
 ScoreFn = Callable[[str | None, dict[str, Any]], float]
 
@@ -167,26 +185,56 @@ def _restore_tuples(name: str, metadata: dict[str, Any]) -> dict[str, Any]:
     return {k: to_tuple(v) if k in fields else v for k, v in metadata.items()}
 
 
-def extract_rg_answer(completion: str, fallback: Fallback = "last_line") -> str | None:
-    """The answer in `completion`: the last `<answer>...</answer>`, else per `fallback`."""
-    from reasoning_gym.utils import extract_answer
-
-    tagged: str | None = extract_answer(completion)
-    if tagged is not None:
-        return tagged
-    text = completion.strip()
-    if fallback == "none" or not text:
-        return None
+def answer_texts(completion: str, fallback: Fallback = "last_line") -> list[str]:
+    """Every answer `completion` gives, in order: the text of each standing `<answer>` tag
+    (reasoning-gym's convention; a tag withdrawn before a later one does not count) and of
+    any other marked answer beside them, else
+    per `fallback`: "last_line", every standing marked answer of `rewardsmith.answers`
+    ("The answer is ...", `\\boxed{}`, "Final answer: ...") else the last fenced block or
+    non-empty line; "all", the whole stripped completion; "none", nothing. Linear time: the
+    tags are paired in one pass (reasoning-gym's own `extract_answer` regex is quadratic in
+    the number of unclosed `<answer>` tags)."""
+    text = clean(completion)
+    marks = marked_answers(text)
+    if any(style == "answer_tags" for style, *_ in marks):
+        # the tags, and any marked answer that stands beside them ("Answer: 8" after them)
+        return [text[a:b].strip() for _, a, b, _ in marks]
+    stripped = text.strip()
+    if fallback == "none" or not stripped:
+        return []
     if fallback == "all":
-        return text
-    return next(line.strip() for line in reversed(text.splitlines()) if line.strip())
+        return [stripped]
+    if marks:
+        return [text[a:b].strip() for _, a, b, _ in marks]
+    final = final_answer(text)
+    if final is None:
+        return []
+    listed = listed_above(text, final[1]) if final[0] == "last_line" else []
+    return [*listed, text[final[1] : final[2]].strip()]  # "Candidates:\n12\n15": a list
+
+
+def extract_rg_answer(completion: str, fallback: Fallback = "last_line") -> str | None:
+    """The answer in `completion`: the last of `answer_texts`, None when there is none."""
+    found = answer_texts(completion, fallback)
+    return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class RGAnswer:
+    """The answers a completion gives (one per marked answer; several: they must agree)."""
+
+    texts: tuple[str, ...]
 
 
 class ReasoningGymTool(AnswerVerifier):
     """Any reasoning-gym task, scored by the dataset's own `score_answer`.
 
     Score: what the scorer returns (in [0, 1]: 1.0 exact, partial credit where the dataset
-    gives it), clamped to [0, 1]; components `{"rg_score": raw score}`.
+    gives it), clamped to [0, 1]; components `{"rg_score": raw score}`. A completion that
+    offers several answers is scored on each: when they do not all score the same, it
+    hedged and scores 0.0. When the entry's answer is one value, an answer naming
+    alternatives ("<answer>7 or 8</answer>") offers each of them; when it is a list
+    (word_sorting's "a, b, c") the answer is read whole.
     """
 
     def __init__(self, spec: ToolSpec, fallback: str = "last_line") -> None:
@@ -200,20 +248,47 @@ class ReasoningGymTool(AnswerVerifier):
     def parse_reference(self, reference: str) -> RGReference:
         return parse_rg_reference(reference)
 
-    def extract(self, completion: str) -> str | None:
-        return extract_rg_answer(completion, self.fallback)
+    def extract(self, completion: str) -> RGAnswer | None:
+        texts = [t for t in answer_texts(completion, self.fallback) if t]
+        return RGAnswer(tuple(dict.fromkeys(texts))) if texts else None
 
-    def compare(self, answer: str, reference: RGReference) -> Verdict:
-        raw = float(reference.score_fn(answer, reference.entry))
-        if not math.isfinite(raw):
-            raise ValueError(f"reasoning-gym {reference.dataset} scorer returned {raw}")
+    def compare(self, answer: RGAnswer, reference: RGReference) -> Verdict:
+        gold = reference.entry.get("answer")
+        split = split_for(gold) if isinstance(gold, str) else False
+        offered: list[str] = []
+        for text in answer.texts:
+            # a list answer (word_sorting's) is split only where it hedges: "a, b, or c, b";
+            # a sentence answer not at all
+            items, _ = alternatives(text, split=split)
+            offered += [i for i in items if i not in offered]
+        if not offered:  # "<answer>not 42</answer>"
+            return Verdict(0.0, components={"rg_score": 0.0}, reason="every answer is negated")
+        if split == "words" and isinstance(gold, str):
+            expected = len(alternatives(gold)[0])
+            longest = max(len(alternatives(text)[0]) for text in offered)
+            if longest > expected:  # the right list followed by more: "a, b, c, x, y"
+                return Verdict(
+                    0.0,
+                    components={"rg_score": 0.0},
+                    reason=f"hedged: {longest} items offered for a list of {expected}",
+                )
+        scores = [self._score(reference, text) for text in offered[:MAX_CANDIDATES]]
+        if len(offered) > MAX_CANDIDATES or len(set(scores)) > 1:
+            return Verdict(0.0, components={"rg_score": 0.0}, reason=hedge_reason(offered))
+        raw = scores[0]
         score = min(1.0, max(0.0, raw))
         verdict = "correct" if score == 1.0 else "partial credit" if score > 0 else "wrong"
         return Verdict(
             score=score,
             components={"rg_score": raw},
-            reason=f"reasoning-gym {reference.dataset}: {verdict} ({raw:.3g}) for {answer[:40]!r}",
+            reason=f"reasoning-gym {reference.dataset}: {verdict} ({raw:.3g}) for {offered[0][:40]!r}",
         )
+
+    def _score(self, reference: RGReference, text: str) -> float:
+        raw = float(reference.score_fn(text, reference.entry))
+        if not math.isfinite(raw):
+            raise ValueError(f"reasoning-gym {reference.dataset} scorer returned {raw}")
+        return raw
 
     def no_answer(self) -> Reward:
         why = "no <answer> tags" if self.fallback == "none" else "empty completion"

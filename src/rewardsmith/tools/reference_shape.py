@@ -20,7 +20,9 @@ import re
 from typing import Any
 
 # A line of Python test code: `assert ...`, `def check(candidate):`, `def test_x():`.
-_TEST_CODE_LINE = re.compile(r"^\s*(?:assert\s|def\s+\w+\s*\(.*\)\s*:)", re.MULTILINE)
+# Spaces only, never newlines, before the keyword: `^\s*` would rescan every blank line
+# from each line start (quadratic on a reference of blank lines).
+_TEST_CODE_LINE = re.compile(r"^[ \t]*(?:assert\s|def[ \t]+\w+[ \t]*\(.*\)[ \t]*:)", re.MULTILINE)
 
 
 def _record_kind(data: dict[str, Any]) -> str:

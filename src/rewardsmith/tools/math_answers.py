@@ -1,0 +1,224 @@
+"""What the `math` tool reads from a completion: the answers it offers, so that a hedge, a
+negated answer or a number lifted from the question is not paid.
+
+math-verify alone reads one answer (the last `\\boxed{}`, else "the answer is", else the
+last expression anywhere) and pays when it matches: "The answer is 2 or 3." pays for 2,
+"It is definitely not 2." pays for 2, the question given back pays when it ends with the
+answer's number, and an answer in `<answer>` tags is not read at all. `read_math` reads a
+completion in three ways, the first that applies:
+
+- *marked*: every standing marker's answer (tags, boxes, `####`, answer phrases:
+  `rewardsmith.answers`; an answer withdrawn before a later one does not count), each split
+  into the alternatives it offers, negated ones dropped;
+- *bare*: without markers, the final answer (a fenced block that ends the completion, else
+  the last line) when it is math, not prose ("p - q", "\\\\left(3, \\\\frac{\\\\pi}{2}\\\\right)",
+  "2 or 3"), with any bare value lines right above it ("5\\n2220\\n4": a list);
+- *prose*: otherwise math-verify's own reading of the text, trusted only when the expression
+  it read is in the last line, is not under a negation, and the last line is not a question;
+  a last line offering alternatives ("4, or 9 if I misread it") offers each.
+
+`MathTool.compare` then decides with the reference: a reference with one value (a number,
+an expression, an equation) is matched only when every answer offered matches it; a
+reference with several values (a set, a tuple, an interval, the roots "2, 3") is compared
+with the answers together ("x = 2 or x = 3" for the roots 2 and 3).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardsmith.answers import (
+    alternatives,
+    clean,
+    last_fenced,
+    last_line_span,
+    marked_answers,
+    negated,
+    same_key,
+)
+
+# More distinct candidates than this is a hedge whatever they are: none is parsed.
+MAX_CANDIDATES = 8
+# Bare value lines above the final one that are read as one list with it.
+MAX_LIST_LINES = 8
+BARE_LINE_CHARS = 40
+# A word of three letters or more outside LaTeX commands makes a candidate prose.
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_LATEX_TEXT = re.compile(
+    r"\\(?:text|mathrm|textbf|mbox|operatorname|begin|end)[ \t]{0,3}\{[^{}]{0,200}\}"
+)
+_HEDGE_WORDS = frozenset({"either", "maybe", "perhaps", "possibly", "probably", "could", "might"})
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+_NUMBER_LIKE = re.compile(r"[\s\d.,+\-]+")
+# A prose last line is split into alternatives only when short and offering some.
+HEDGE_LINE_CHARS = 160
+_HEDGE_CONNECTIVE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|could|might)\b", re.I)
+# Where math is in a line: a number, a `$...$` or a LaTeX command.
+_MATH_TOKEN = re.compile(r"\d[\d,.]*|\$[^$]{0,200}\$|\\[A-Za-z]+|\\[\[\]()]")
+# A slash touching LaTeX: "\\sqrt{51}/\\frac{14}{3}", "x}/{y".
+_LATEX_SLASH = re.compile(r"[}\]]\s{0,3}/|/\s{0,3}\\[A-Za-z]")
+# A word of prose (three letters or more, not a LaTeX command): where the final math starts.
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z'’]{3,}")
+# An alternative that leads with a value ("9 if I misread it"), not with words.
+_VALUE_FIRST = re.compile(r"[$\\(\[{\-+.\d]|[A-Za-z](?![A-Za-z])")
+
+
+@dataclass(frozen=True)
+class MathReading:
+    """A completion as the `math` tool reads it (see the module docstring): `how` it was
+    read, the answers offered (`groups`: one tuple of alternatives per marked answer, or
+    the bare final answer's), and for prose the text math-verify reads and its last line."""
+
+    how: str
+    text: str
+    groups: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
+    negated: int = 0
+    final_line: str = ""
+
+    @property
+    def candidates(self) -> list[str]:
+        """Every distinct answer offered, in order."""
+        seen: set[str] = set()
+        out = []
+        for group in self.groups:
+            for item in group:
+                if same_key(item) not in seen:
+                    seen.add(same_key(item))
+                    out.append(item)
+        return out
+
+
+def is_prose(text: str) -> bool:
+    """Whether `text` has words (three letters or more, outside LaTeX commands and
+    `\\text{}`), other than hedge words."""
+    words = _WORD.findall(_LATEX_TEXT.sub(" ", text))
+    return any(w.lower() not in _HEDGE_WORDS for w in words)
+
+
+def _bare_value_line(line: str) -> bool:
+    text = line.strip().strip("*-•").strip()
+    return bool(text) and len(text) <= BARE_LINE_CHARS and "=" not in text and not is_prose(text)
+
+
+def _bare(text: str) -> tuple[str, ...] | None:
+    """The bare final answer's alternatives (with bare value lines above it), or None."""
+    fenced = last_fenced(text)
+    span = fenced if fenced is not None else last_line_span(text)
+    if span is None or is_prose(text[span[0] : span[1]]):
+        return None
+    items, _ = alternatives(text[span[0] : span[1]])
+    if not items:
+        return None
+    above = text[: span[0]].rstrip("\n").split("\n")[-MAX_LIST_LINES:] if fenced is None else []
+    listed: list[str] = []
+    for line in reversed(above):
+        if not _bare_value_line(line):
+            break
+        listed.insert(0, line.strip().strip("*-•").strip())
+    return (*listed, *items)
+
+
+def read_math(text: str) -> MathReading:
+    """The reading of a clipped completion (see the module docstring)."""
+    text = clean(text)
+    groups: list[tuple[str, ...]] = []
+    dropped = 0
+    marks = marked_answers(text)
+    for _, start, end, _ in marks:
+        items, neg = alternatives(text[start:end])
+        dropped += neg
+        if items:
+            groups.append(tuple(items))
+    if marks:
+        return MathReading("marked", text, tuple(groups), dropped)
+    bare = _bare(text)
+    if bare is not None:
+        return MathReading("bare", text, (bare,))
+    span = last_line_span(text)
+    line = text[span[0] : span[1]] if span is not None else ""
+    offered: list[str] = []
+    if len(line) <= HEDGE_LINE_CHARS and _HEDGE_CONNECTIVE.search(line):
+        items, _ = alternatives(line)
+        offered = [items[0], *(i for i in items[1:] if _VALUE_FIRST.match(i))] if items else []
+    return MathReading("prose", text, (tuple(offered),) if len(offered) > 1 else (), 0, line)
+
+
+def final_expression(line: str) -> tuple[int, int] | None:
+    """(start, end) in `line` of its final math: from the end of the last prose word before
+    its last number, `$...$` or LaTeX command, to the end of that; None without math."""
+    tokens = list(_MATH_TOKEN.finditer(line))
+    if not tokens:
+        return None
+    last = tokens[-1]
+    start = 0
+    # words inside `\text{...}` are part of the math ("\text{Evelyn}/\frac{14}{3}")
+    masked = _LATEX_TEXT.sub(lambda m: " " * len(m.group()), line)
+    for word in _PROSE_WORD.finditer(masked, 0, last.start()):
+        start = word.end()
+    end = last.end()
+    while end < len(line) and line[end] in "}])$":  # the closing braces of the expression
+        end += 1
+    return start + len(line[start:]) - len(line[start:].lstrip()), end
+
+
+def prose_answer_stands(reading: MathReading) -> bool:
+    """Whether the prose's last line can hold an answer: it has math (a digit, `$` or a
+    LaTeX command) not under a negation ("It is definitely not 2.", "The answer isn't
+    2."), and it is no question (the prompt given back)."""
+    line = reading.final_line.rstrip()
+    if not line or line.endswith("?"):
+        return False
+    span = final_expression(line)
+    return span is not None and not negated(line, *span)
+
+
+def prose_quotient(reading: MathReading) -> str | None:
+    """The prose's final expression as LaTeX when a slash joins LaTeX in it ("it is
+    \\sqrt{51}/\\frac{14}{3}"): math-verify's prose reading would take only the part after
+    the slash, and the whole is one quotient (or two answers); None otherwise."""
+    span = final_expression(reading.final_line)
+    if span is None:
+        return None
+    expression = reading.final_line[span[0] : span[1]]
+    if not _LATEX_SLASH.search(expression) or is_prose(expression):
+        return None
+    return as_latex(expression)
+
+
+def as_latex(candidate: str) -> str:
+    """A candidate answer as math-verify reads exactly it: `\\boxed{...}`, unless it is prose
+    (math-verify finds the math in it), already delimited by `$`, or digits and separators
+    only ("1000,99": its expression reading of a number beats LaTeX's, which reads a set)."""
+    if (
+        is_prose(candidate)
+        or _NUMBER_LIKE.fullmatch(candidate)
+        or _UNESCAPED_DOLLAR.search(candidate)
+    ):
+        return candidate  # math-verify reads `$...$` itself
+    return "\\boxed{" + _UNESCAPED_DOLLAR.sub("", candidate) + "}"
+
+
+def as_one(items: Sequence[str]) -> str:
+    """Several answers as one expression math-verify reads as a set: `\\boxed{a, b}`."""
+    return "\\boxed{" + ", ".join(_UNESCAPED_DOLLAR.sub("", i) for i in items) + "}"
+
+
+def single_valued(gold: list[Any]) -> bool:
+    """Whether a parsed reference is one value (not a set, tuple, interval, matrix or list,
+    nor an equation with such a side). A reference math-verify reads two ways ("1,22": a
+    decimal and a set) has several; one it keeps only as text is judged by its writing."""
+    from sympy import MatrixBase, Set, Tuple
+    from sympy.core.relational import Relational
+
+    def several(value: Any) -> bool:
+        if isinstance(value, Relational):  # "a = 4, -8, -10": an equation with a set side
+            return several(value.lhs) or several(value.rhs)
+        return isinstance(value, Set | Tuple | MatrixBase | list | tuple)
+
+    if any(several(g) for g in gold if not isinstance(g, str)):
+        return False
+    # what math-verify could not turn into an expression: by how it is written
+    return not any(len(alternatives(g)[0]) > 1 for g in gold if isinstance(g, str))
