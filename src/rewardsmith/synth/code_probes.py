@@ -53,7 +53,9 @@ def trigger_probes(
             if answer and answer.lower() in literal.lower():
                 continue
             for text in _placements(wrong_styled, literal):
-                probes.append(Probe(TRIGGER_KIND, i, line.prompt, text, line.reference, right=False))
+                probes.append(
+                    Probe(TRIGGER_KIND, i, line.prompt, text, line.reference, right=False)
+                )
     return probes
 
 
