@@ -16,8 +16,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rewardsmith"
 LAYERS: list[set[str]] = [
     {"sandbox"},  # runs untrusted code: imports nothing else of rewardsmith
     {"types", "errors", "config"},
-    {"combine", "jsonl", "llm", "client"},
-    {"models", "report"},  # Hugging Face loading (local paths, GGUF, dtype, threads); plots
+    {"combine", "jsonl", "llm", "client", "reward_metrics"},
+    {"models", "report", "rollout_log"},  # HF loading (local, GGUF, dtype, threads); plots
     {"library", "rm"},
     {"tools"},
     {"router"},
@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"scoring"},
     {"integrations", "bench"},
     {"rl"},
-    {"search", "server"},
+    {"search", "server", "rollouts"},
     {"cli"},
     {"__init__"},
 ]
