@@ -17,3 +17,11 @@ def pyplot() -> Any:
     except ImportError as exc:
         raise MissingDependencyError("matplotlib", "rl") from exc
     return plt
+
+
+def integer_ticks(axis: Any) -> None:
+    """Ticks at whole numbers only on `axis` (`ax.xaxis` / `ax.yaxis`): steps, rounds, ranks
+    and counts have no 2.5."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
