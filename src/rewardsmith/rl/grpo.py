@@ -85,6 +85,7 @@ from rewardsmith.rl.lora import add_lora
 from rewardsmith.rl.policies import Policy, save_policy
 from rewardsmith.rl.prompts import PromptItem
 from rewardsmith.rl.rewards import RewardSet, ToolRef
+from rewardsmith.rollout_log import RolloutLog
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +249,8 @@ class GRPOTrainer:
         g = cfg.group_size
         flat_prompts = [p for p in prompts for _ in range(g)]
         references = [it.reference for it in chosen for _ in range(g)]
-        scored = self.reward.score(flat_prompts, rollout.texts, references)
+        tasks = [it.task for it in chosen for _ in range(g)]
+        scored = self.reward.score(flat_prompts, rollout.texts, references, tasks)
         t2 = time.perf_counter()
         rewards = torch.tensor(scored.total)
         advantages = group_advantages(rewards, g, cfg.scale_rewards)
@@ -285,9 +287,8 @@ class GRPOTrainer:
             metrics["kl"] = update["kl"]
         append_metrics(self.out / METRICS_FILE, metrics)
         if cfg.log_completions_every and self.step % cfg.log_completions_every == 0:
-            rows = scored.audit_rows(self.step, flat_prompts, rollout.texts, references, verdicts)
-            with (self.out / COMPLETIONS_FILE).open("a", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(row) + "\n" for row in rows)
+            with RolloutLog(self.out / COMPLETIONS_FILE) as rollout_log:
+                rollout_log.write(scored.audit_rows(self.step, g, verdicts))
         return metrics
 
     def _micro_batches(self, n: int) -> list[slice]:
