@@ -7,7 +7,7 @@ import pytest
 
 from rewardsmith.errors import ConfigError, InputError
 from rewardsmith.rollout_log import Rollout
-from rewardsmith.rollouts.profile import profile
+from rewardsmith.rollouts.profile import profile, select_part
 from rewardsmith.types import Reward, Sample
 
 
@@ -75,3 +75,18 @@ def test_unscored_files_and_unknown_keys_are_refused() -> None:
         profile(plain)
     with pytest.raises(ConfigError, match="--by must be one of"):
         profile(group("q", 1, [1.0, 0.0]), by="colour")
+
+
+def test_one_part_of_a_weighted_reward_can_be_profiled() -> None:
+    # a GRPO total of gsm8k + format_tags: 1.0 everywhere (format right, answer wrong) looks
+    # like "all pass"; the gsm8k part says what it is
+    rows = []
+    for i, gsm8k in enumerate([0.0, 0.0, 0.0, 1.0]):
+        reward = Reward(gsm8k + 1.0, components={"gsm8k": gsm8k, "format_tags": 1.0})
+        rows.append(Rollout(i, {}, Sample(f"c{i}", prompt="q", task="t"), reward, "g"))
+    total = profile(rows)["keys"]["t"]
+    assert total["pass_rate"] == 1.0
+    part = profile(select_part(rows, "gsm8k"))["keys"]["t"]
+    assert part["pass_rate"] == 0.25 and part["mean"] == 0.25
+    with pytest.raises(InputError, match="parts in the file: format_tags, gsm8k"):
+        select_part(rows, "math")

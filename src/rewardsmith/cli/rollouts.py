@@ -223,18 +223,29 @@ def profile(
     json_out: JsonOption = None,
     plot: PlotOption = None,
     threshold: ThresholdOption = 1.0,
+    part: Annotated[
+        str | None,
+        typer.Option(
+            "--part",
+            help="Profile one part of a weighted reward (a `components` key, e.g. gsm8k of "
+            "a gsm8k,format_tags GRPO run) instead of the total.",
+        ),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Rewards before training: per task the pass rate, mean and variance, the share of
     GRPO groups whose rewards are all equal (dead: no signal), unscored rollouts by status;
     flags prompts whose every group is dead."""
     from rewardsmith.rollouts.profile import profile as build_profile
+    from rewardsmith.rollouts.profile import select_part
 
     rollouts = _read(rollouts_path)
+    if part is not None:
+        rollouts = select_part(rollouts, part)
     for path in (json_out, plot):
         if path is not None:
             check_output_path(path)
-    report = {"input": str(rollouts_path), **build_profile(rollouts, by, threshold)}
+    report = {"input": str(rollouts_path), "part": part, **build_profile(rollouts, by, threshold)}
     if report["without_reward"]:
         warn(f"{report['without_reward']} line(s) have no reward and are left out")
     _write_json(json_out, report)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rewardsmith.errors import ConfigError, InputError
@@ -82,6 +82,31 @@ def _order(key: str) -> tuple[int, float, str]:
 def _prompt(rollout: Rollout) -> str:
     text = " ".join(rollout.sample.prompt_text().split())
     return text if len(text) <= PROMPT_CHARS else text[: PROMPT_CHARS - 1] + "…"
+
+
+def select_part(rollouts: Sequence[Rollout], part: str) -> list[Rollout]:
+    """The rollouts with one part of their weighted reward as the reward (a GRPO line's
+    `components`/`rewards` key, e.g. `gsm8k` of `gsm8k,format_tags`): a total that mixes a
+    format reward with correctness says little about either. A line without the part is
+    `not_applicable`; a file where no line has it raises `InputError` naming the parts."""
+    out, seen = [], set()
+    for rollout in rollouts:
+        stored = rollout.stored
+        if stored is None:
+            out.append(rollout)
+            continue
+        seen.update(stored.components)
+        if part in stored.components:
+            reward = Reward(stored.components[part], "ok", tool=part)
+        else:
+            reward = Reward(None, "not_applicable", tool=part, reason=f"no part {part!r}")
+        out.append(replace(rollout, stored=reward))
+    if part not in seen:
+        raise InputError(
+            f"no line has a reward part {part!r}; parts in the file: "
+            f"{', '.join(sorted(seen)) or 'none'}"
+        )
+    return out
 
 
 def groups_of(rollouts: Sequence[Rollout], by: str) -> list[Group]:
