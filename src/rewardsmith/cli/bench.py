@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from rewardsmith.cli.common import err_console
 from rewardsmith.errors import InputError
 
 app = typer.Typer(
@@ -47,7 +49,13 @@ def routing(
     logging.getLogger("rewardsmith").setLevel(logging.ERROR)
     from rewardsmith.bench.routing import run
 
-    out = run(data, seed=seed, fit=fit, do_timing=timing, hard=hard)
+    start = time.perf_counter()
+
+    def stage(what: str) -> None:  # on stderr: stdout stays the tables
+        err_console.print(f"[{time.perf_counter() - start:5.0f} s] {what}...", highlight=False)
+
+    out = run(data, seed=seed, fit=fit, do_timing=timing, hard=hard, progress=stage)
+    err_console.print(f"[{time.perf_counter() - start:5.0f} s] done", highlight=False)
     table = Table(
         title=f"routing on {out['items']} labeled samples (code tool: {out['code_tool']})"
     )
