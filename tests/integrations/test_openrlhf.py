@@ -1,5 +1,5 @@
 """The OpenRLHF adapter: `reward_func(queries, prompts, labels)` as OpenRLHF calls it, the
-tensors it reads back, and loading the file by path (`--remote_rm_url file.py`)."""
+tensors it reads back, and loading the file by path (`--reward.remote_url file.py`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`POST /v1/openrlhf`: OpenRLHF's remote reward protocol, for `--remote_rm_url`.
+"""`POST /v1/openrlhf`: OpenRLHF's remote reward protocol, for `--reward.remote_url`.
 
 OpenRLHF (openrlhf/utils/agent.py, `SingleTurnAgentExecutor._fetch_rewards_via_http`) posts
 `{"query": [...], "prompts": [...], "labels": [...]}`, where each query is the prompt followed
@@ -9,7 +9,7 @@ OpenRLHF posts to the URL exactly as given. Values match the `.py` adapter
 
 OpenRLHF's body carries no task, so on a server started with `--task-map` and no `--tool`,
 a request without `?tool=` or a `?task=` the map names would score every query 0.0
-(`applicable` 0): it is refused with a 422 that says what to add to `--remote_rm_url`, and
+(`applicable` 0): it is refused with a 422 that says what to add to `--reward.remote_url`, and
 logged.
 """
 
@@ -35,7 +35,7 @@ router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
     response_model=OpenRLHFResponse,
     responses=ERRORS,
     openapi_extra=json_body(OpenRLHFRequest),
-    summary="OpenRLHF remote reward model (--remote_rm_url)",
+    summary="OpenRLHF remote reward model (--reward.remote_url)",
 )
 async def openrlhf(
     request: Request,
@@ -62,7 +62,7 @@ def _check_task(server_tool: str | None, task_map: dict[str, str], task: str | N
     message = (
         f"this server scores by --task-map (tasks: {tasks}) and has no --tool; OpenRLHF "
         f"sends no task, and the URL has {given} so no query would be scored. Append "
-        f"?task=TASK (one of: {tasks}) or ?tool=NAME to --remote_rm_url, e.g. "
+        f"?task=TASK (one of: {tasks}) or ?tool=NAME to --reward.remote_url, e.g. "
         f"http://HOST:PORT/v1/openrlhf?task={sorted(task_map)[0]}"
     )
     log.warning("/v1/openrlhf refused: %s", message)
