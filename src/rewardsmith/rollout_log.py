@@ -143,7 +143,9 @@ def _normalized(value: Any) -> dict[str, Any]:
         raise InputError(f"expected a JSON object, got {type(value).__name__}")
     if "completion" in value or "output" not in value:
         return value
-    record = {_VERL_DUMP.get(k, k): v for k, v in value.items() if k != "score"}
+    record: dict[str, Any] = {
+        _VERL_DUMP.get(str(k), str(k)): v for k, v in value.items() if k != "score"
+    }
     if isinstance(value.get("score"), int | float):
         record["reward"] = float(value["score"])
     record.setdefault("source", "verl")
@@ -162,7 +164,8 @@ def stored_reward(record: Mapping[str, Any]) -> Reward | None:
         raise InputError(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}")
     parts = record.get("components")
     if not isinstance(parts, Mapping):
-        parts = record.get("rewards") if isinstance(record.get("rewards"), Mapping) else {}
+        rewards = record.get("rewards")
+        parts = rewards if isinstance(rewards, Mapping) else {}
     components = {
         str(k): float(v) for k, v in parts.items() if isinstance(v, int | float) and v == v
     }

@@ -89,7 +89,8 @@ def select_part(rollouts: Sequence[Rollout], part: str) -> list[Rollout]:
     `components`/`rewards` key, e.g. `gsm8k` of `gsm8k,format_tags`): a total that mixes a
     format reward with correctness says little about either. A line without the part is
     `not_applicable`; a file where no line has it raises `InputError` naming the parts."""
-    out, seen = [], set()
+    out: list[Rollout] = []
+    seen: set[str] = set()
     for rollout in rollouts:
         stored = rollout.stored
         if stored is None:
