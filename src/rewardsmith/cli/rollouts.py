@@ -35,6 +35,9 @@ console = Console()
 SHOWN_FLIPS = 20
 #: Flagged prompts `profile` prints (all of them are in --json).
 SHOWN_PROMPTS = 10
+# What a flip row shows of the reason and the completion (both whole in --json).
+REASON_CHARS = 100
+COMPLETION_CHARS = 80
 
 RolloutsArg = Annotated[
     Path,
@@ -192,7 +195,7 @@ def _print_compare(report: dict[str, Any]) -> None:
     flips = report["flips"]
     if flips:
         shown = Table(title=f"flips: {len(flips)} rollout(s) whose verdict differs")
-        for col in ("line", "task", a, b, f"why ({b})"):
+        for col in ("line", "task", a, b, f"why ({b})", "completion"):
             shown.add_column(col, overflow="fold")
         for f in flips[:SHOWN_FLIPS]:
             shown.add_row(
@@ -200,7 +203,8 @@ def _print_compare(report: dict[str, Any]) -> None:
                 f["task"] or "-",
                 f"{f['a']['verdict']} {_fmt(f['a']['reward'], '.2f')}",
                 f"{f['b']['verdict']} {_fmt(f['b']['reward'], '.2f')}",
-                f["b"]["reason"][:120],
+                f["b"]["reason"][:REASON_CHARS],
+                f["completion"][:COMPLETION_CHARS],
             )
         console.print(shown)
         if len(flips) > SHOWN_FLIPS:

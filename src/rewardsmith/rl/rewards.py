@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +128,11 @@ class RewardSet:
     ) -> ScoredBatch:
         start = time.perf_counter()
         task_list = list(tasks) if tasks is not None else [None] * len(completions)
+        # The task keys the metrics and rollout lines; the tools score without it, as they
+        # always have (a router reward would read it as a hint).
         samples = [
-            Sample(completion=c, prompt=p, reference=r, task=t)
-            for p, c, r, t in zip(prompts, completions, references, task_list, strict=True)
+            Sample(completion=c, prompt=p, reference=r)
+            for p, c, r in zip(prompts, completions, references, strict=True)
         ]
         n = len(samples)
         per_tool: dict[str, list[float]] = {}
@@ -159,7 +161,8 @@ class RewardSet:
         unscored = sum(c.score is None for c in combined)
         if unscored:
             metrics["reward/total/not_scored_frac"] = unscored / n
-        return ScoredBatch(total, per_tool, metrics, time.perf_counter() - start, combined, samples)
+        logged = [replace(s, task=t) for s, t in zip(samples, task_list, strict=True)]
+        return ScoredBatch(total, per_tool, metrics, time.perf_counter() - start, combined, logged)
 
     def close(self) -> None:
         for scorer in self.scorers:
