@@ -138,3 +138,19 @@ def test_profile_of_a_file_without_rewards_says_to_score_it(tmp_path: Path) -> N
     plain.write_text(json.dumps(LINES[0]) + "\n")
     proc = rewardsmith(tmp_path, "profile", str(plain))
     assert proc.returncode == 2 and "rewardsmith rescore" in said(proc)
+
+
+def test_markup_and_escapes_in_rollouts_print_as_data(tmp_path: Path) -> None:
+    # a completion is untrusted: rich markup or a terminal escape in it must not be obeyed
+    hostile = tmp_path / "hostile.jsonl"
+    lines = [
+        {"prompt": "[bold]q[/]", "completion": "#### 4 [/] \x1b[31mred", "reference": "4",
+         "task": "[red]t", "reward": 1.0},
+        {"prompt": "[bold]q[/]", "completion": "#### 5 [link=x]", "reference": "4",
+         "task": "[red]t", "reward": 0.0},
+    ]  # fmt: skip
+    hostile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for args in (["profile", str(hostile)], ["compare", str(hostile), "-t", "gsm8k", "--against", "math"]):  # fmt: skip
+        proc = rewardsmith(tmp_path, *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "[red]t" in proc.stdout and "\x1b[31m" not in proc.stdout

@@ -42,7 +42,7 @@ OPENRLHF = {"query": ["Q: 2+2? A: #### 4"], "prompts": ["Q: 2+2? A: "], "labels"
         # OpenRLHF posts no task: without ?task= or ?tool= nothing could be scored
         ("", "no ?task="),
         # a task the map does not name is the same dead end
-        ("?task=math500", "?task=math500, which the map does not name"),
+        ("?task=math500", "?task='math500', which the map does not name"),
     ],
 )
 def test_openrlhf_without_a_task_the_map_names_is_refused_with_what_to_add(

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rewardsmith.cli.common import (
     LibraryOption,
@@ -86,6 +87,13 @@ def _write_json(path: Path | None, report: dict[str, Any]) -> None:
     err_console.print(f"report: {path}", highlight=False, soft_wrap=True)
 
 
+def _text(value: object) -> Text:
+    """A table cell for data from the file (tasks, prompts, completions, reasons): printed as
+    written, never read as rich markup, control characters (terminal escapes) replaced."""
+    raw = "-" if value is None else str(value)
+    return Text("".join(ch if ch.isprintable() or ch == " " else "\ufffd" for ch in raw))
+
+
 def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -117,7 +125,7 @@ def rescore(
     for task, change in sorted(changes.items()):
         d = change.to_dict()
         table.add_row(
-            task,
+            _text(task),
             str(d["samples"]),
             _fmt(d["previous_mean"]),
             _fmt(d["mean"]),
@@ -182,7 +190,7 @@ def _print_compare(report: dict[str, Any]) -> None:
         tasks.add_column(col, justify="right")
     for task, t in report["by_task"].items():
         tasks.add_row(
-            task,
+            _text(task),
             str(t["samples"]),
             f"{t['agreement']:.1%}",
             str(t["pass_a"]),
@@ -200,11 +208,11 @@ def _print_compare(report: dict[str, Any]) -> None:
         for f in flips[:SHOWN_FLIPS]:
             shown.add_row(
                 str(f["line"]),
-                f["task"] or "-",
+                _text(f["task"]),
                 f"{f['a']['verdict']} {_fmt(f['a']['reward'], '.2f')}",
                 f"{f['b']['verdict']} {_fmt(f['b']['reward'], '.2f')}",
-                f["b"]["reason"][:REASON_CHARS],
-                f["completion"][:COMPLETION_CHARS],
+                _text(f["b"]["reason"][:REASON_CHARS]),
+                _text(f["completion"][:COMPLETION_CHARS]),
             )
         console.print(shown)
         if len(flips) > SHOWN_FLIPS:
@@ -278,7 +286,7 @@ def _print_profile(report: dict[str, Any]) -> None:
         )
         not_scored = ", ".join(f"{s} {n}" for s, n in k["not_scored"].items()) or "0"
         table.add_row(
-            key,
+            _text(key),
             str(k["samples"]),
             _fmt(k["pass_rate"], ".1%"),
             _fmt(k["mean"]),
@@ -299,7 +307,7 @@ def _print_profile(report: dict[str, Any]) -> None:
                 str(f["groups"]),
                 ", ".join(f"{v:g}" for v in f["rewards"]),
                 f["why"],
-                f["prompt"],
+                _text(f["prompt"]),
             )
         console.print(shown)
         if len(flagged) > SHOWN_PROMPTS:

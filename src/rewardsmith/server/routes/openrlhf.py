@@ -58,7 +58,7 @@ def _check_task(server_tool: str | None, task_map: dict[str, str], task: str | N
     if server_tool is not None or not task_map or (task is not None and task in task_map):
         return
     tasks = ", ".join(sorted(task_map))
-    given = "no ?task=" if task is None else f"?task={task}, which the map does not name,"
+    given = "no ?task=" if task is None else f"?task={task!r}, which the map does not name,"
     message = (
         f"this server scores by --task-map (tasks: {tasks}) and has no --tool; OpenRLHF "
         f"sends no task, and the URL has {given} so no query would be scored. Append "
