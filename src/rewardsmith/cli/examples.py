@@ -66,12 +66,13 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "rm train": [
         "rewardsmith rm train --corpus out/corpus.jsonl --field text --out-dir out/rm "
-        f"--max-steps 20 --warmup-steps 2 {LIB}"
+        f"--max-steps 5 --batch-size 4 --warmup-steps 1 {LIB}"
     ],
     "rm corpus": ["rewardsmith rm corpus -o out/corpus.jsonl --testbed 2000"],
     "rm pairs": ["rewardsmith rm pairs --out-dir out/pairs --testbed 50 --gsm8k-problems 0"],
     "rm eval": [
-        "rewardsmith rm eval -m out/rm -d out/pairs/testbed_pairs.jsonl -o out/rm/eval.json"
+        "rewardsmith rm eval -m out/rm -d out/pairs/testbed_pairs.jsonl --limit 40 "
+        "-o out/rm/eval.json"
     ],
     "grpo train": [
         "rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 20 "
