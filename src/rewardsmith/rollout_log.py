@@ -2,7 +2,8 @@
 
 Writers: `rewardsmith score -o` (every input line plus its reward), `grpo train
 --log-completions-every N` (`OUT/completions.jsonl`), the TRL adapter's
-`reward_funcs(..., rollout_log=PATH)`, and the server's `serve --request-log PATH`. Readers:
+`reward_funcs(..., rollout_log=PATH)`, the server's `serve --request-log PATH`, and the veRL
+and OpenRLHF adapters when `$REWARDSMITH_ROLLOUT_LOG` names a file. Readers:
 `rewardsmith rescore`, `compare` and `profile` (docs/rollouts.md has the format with examples).
 
 A line is a sample (the input fields of DESIGN.md's JSONL format) and its reward:
@@ -39,6 +40,8 @@ from rewardsmith.types import STATUSES, Reward, Sample
 MAX_REPORTED_ERRORS = 20
 #: The reward fields of a line (`Reward.to_dict`).
 REWARD_FIELDS = ("reward", "status", "tool", "components", "reason")
+#: A rollout file the veRL and OpenRLHF adapters append to (they have no other hook).
+ENV = "REWARDSMITH_ROLLOUT_LOG"
 #: veRL's rollout dump fields, read as the sample fields they hold.
 _VERL_DUMP = {"output": "completion", "input": "prompt", "gts": "reference"}
 
@@ -111,6 +114,22 @@ class RolloutLog:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"])  # type: ignore[misc]
+
+
+_ENV_LOGS: dict[tuple[int, str], RolloutLog] = {}
+
+
+def env_log() -> RolloutLog | None:
+    """The rollout log named by `$REWARDSMITH_ROLLOUT_LOG` (None when unset), one per
+    process and path: trainer workers are forked, and a descriptor is not shared across."""
+    path = os.environ.get(ENV, "").strip()
+    if not path:
+        return None
+    key = (os.getpid(), path)
+    log = _ENV_LOGS.get(key)
+    if log is None:
+        log = _ENV_LOGS[key] = RolloutLog(path)
+    return log
 
 
 def read_rollouts(path: str | Path) -> list[Rollout]:
@@ -200,7 +219,9 @@ def group_key(record: Mapping[str, Any], line: int) -> str:
 
 
 __all__ = [
+    "ENV",
     "REWARD_FIELDS",
+    "env_log",
     "Rollout",
     "RolloutLog",
     "group_key",

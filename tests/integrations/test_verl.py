@@ -173,3 +173,15 @@ def test_loaded_by_path_as_verl_custom_reward_function_does() -> None:
         ["openai/gsm8k"] * 2, ["#### 72", "#### 7"], ["72"] * 2, [{}, {}]
     )
     assert [r["score"] for r in batch] == [1.0, 0.0]
+
+
+def test_rollout_log_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewardsmith.rollout_log import read_rollouts
+
+    monkeypatch.setenv("REWARDSMITH_ROLLOUT_LOG", str(tmp_path / "rollouts.jsonl"))
+    compute_score_batch(["openai/gsm8k", "math"], ["#### 72", "\\boxed{3}"], ["72", "4"])
+    rows = read_rollouts(tmp_path / "rollouts.jsonl")
+    assert {(r.sample.task, r.stored.score if r.stored else None) for r in rows} == {
+        ("openai/gsm8k", 1.0),
+        ("math", 0.0),
+    }

@@ -17,6 +17,8 @@ in `$REWARDSMITH_VERL_TASK_MAP` ("SOURCE=TOOL,..."); the data source in
 
 With `$REWARDSMITH_URL` set (and `$REWARDSMITH_TOKEN` if the server has one), samples are
 scored by that `rewardsmith serve` through `rewardsmith.client` instead of in each worker.
+With `$REWARDSMITH_ROLLOUT_LOG` set, every scored sample is appended to that rollout file
+(`rewardsmith.rollout_log`; `rewardsmith profile` gives its per-task metrics).
 
 Use it from a veRL run (the file is loaded by path, so it imports rewardsmith absolutely):
 
@@ -36,6 +38,7 @@ from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.config import default_library_path
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
+from rewardsmith.rollout_log import env_log, rollout_record
 from rewardsmith.scoring import Scorer, parse_task_map
 from rewardsmith.types import Reward, Sample
 
@@ -193,8 +196,14 @@ def _score(
             )
             for i in indices
         ]
-        for i, reward in zip(indices, _CACHE.scorer(name).score(samples), strict=True):
+        scored = list(_CACHE.scorer(name).score(samples))
+        for i, reward in zip(indices, scored, strict=True):
             rewards[i] = reward
+        log = env_log()
+        if log is not None:  # veRL gives no prompt: each line is a group of its own
+            log.write(
+                rollout_record(s, r, source="verl") for s, r in zip(samples, scored, strict=True)
+            )
     return [r for r in rewards if r is not None]
 
 
