@@ -43,8 +43,8 @@ case_ 5.trl-several-tasks "python checks_25.py trl"
 case_ 5.verl-batch "python checks_25.py verl"
 # 6. -h and --version
 case_ 6.dash-h "rewardsmith -h > /dev/null"
-case_ 6.dash-h.error "rewardsmith -h 2>&1 | grep -m1 -e 'No such option' -e 'A reward engine'"
-case_ 6.version "rewardsmith --version 2>&1 | grep -m1 -e 'No such option' -e '^rewardsmith '"
+case_ 6.dash-h.error "rewardsmith -h 2>&1 | grep -m1 -e 'No such option' -e 'A reward engine' | tr -d '│'"
+case_ 6.version "rewardsmith --version 2>&1 | grep -m1 -e 'No such option' -e '^rewardsmith ' | tr -d '│'"
 # 7. --help examples: on every group, naming files that ship
 case_ 7.group-examples "rewardsmith tools --help | grep -c '\\\$ rewardsmith'"
 case_ 7.example-files "python checks_25.py help-examples $ROOT"
