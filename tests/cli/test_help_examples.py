@@ -1,7 +1,9 @@
 """Every example a `--help` page shows runs when pasted from the project's root: the files it
 reads ship in examples/ (or an earlier example writes them under out/ or runs/), and, in the
 slow run, each example is run in that order as a user would, in a fresh folder holding only
-`examples/`."""
+`examples/`. The grpo and search examples build the testbed policy on first use (an hour on
+a busy 2-core machine): set `REWARDSMITH_TESTBED_CACHE` to a folder holding a build to reuse
+it."""
 
 from __future__ import annotations
 

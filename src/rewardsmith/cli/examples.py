@@ -93,7 +93,10 @@ EXAMPLES: dict[str, list[str]] = {
     "search ensemble": ["rewardsmith search ensemble runs/quick --sizes 2 --seeds 1 --steps 5"],
     "search audit": ["rewardsmith search audit runs/quick"],
     "search report": ["rewardsmith search report runs/quick"],
-    "search promote": [f"rewardsmith search promote runs/quick r1_00 --as searched {LIB}"],
+    # candidate names are `r<round>_<index>_<name>`; this run's (seed 0) second is this one
+    "search promote": [
+        f"rewardsmith search promote runs/quick r1_02_answer_is_number --as answer_is_number {LIB}"
+    ],
     "report": [
         "rewardsmith report out/grpo",
         "rewardsmith report out/rm -o out/rm_report.md",
