@@ -17,8 +17,8 @@ LAYERS: list[set[str]] = [
     {"sandbox"},  # runs untrusted code: imports nothing else of rewardsmith
     {"types", "errors", "config"},
     {"files", "plaintext"},  # folders others may have prepared; text from data, made inert
-    {"combine", "jsonl", "llm", "client", "answers"},
-    {"models", "report", "exploits"},  # HF loading; plots; the exploit corpus
+    {"combine", "jsonl", "llm", "client", "answers", "reward_metrics"},
+    {"models", "report", "exploits", "rollout_log"},  # HF loading; plots; exploit corpus
     {"library", "rm"},
     {"tools"},
     {"router"},
@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"scoring", "audit"},
     {"integrations", "bench"},
     {"rl"},
-    {"search", "server"},
+    {"search", "server", "rollouts"},
     {"cli"},
     {"__init__"},
 ]

@@ -184,18 +184,26 @@ def atomic_write(path: str | Path, data: str | bytes, *, root: str | Path | None
     return path
 
 
-def append_line(path: str | Path, text: str) -> None:
-    """Append `text` (and a newline) to `path`, creating it; a symlink at `path` is refused."""
+def open_append(path: str | Path) -> int:
+    """An `O_APPEND` descriptor on the regular file `path` (created with its folder); a
+    symlink or anything but a regular file at `path` is refused with `InputError`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, flags, 0o666)
     except OSError as exc:
         raise InputError(f"cannot append to {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path} is not a regular file; not written")
+    return fd
+
+
+def append_line(path: str | Path, text: str) -> None:
+    """Append `text` (and a newline) to `path`, creating it; a symlink at `path` is refused."""
+    fd = open_append(path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{path} is not a regular file; not written")
         view = memoryview((text + "\n").encode("utf-8"))
         while view:
             view = view[os.write(fd, view) :]

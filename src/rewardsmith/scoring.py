@@ -221,8 +221,7 @@ class Scorer:
         if decision is None:
             chosen = self.tool_for(sample)
             if chosen is None:
-                why = f"no tool for task {sample.task!r}: pass a tool or a task map"
-                return None, Reward(None, "not_applicable", reason=why)
+                return None, Reward(None, "not_applicable", reason=self._unmapped(sample.task))
             return chosen, None
         if decision.action != "tool":
             why = (
@@ -235,6 +234,19 @@ class Scorer:
         except RewardsmithError as exc:  # a routed tool that cannot be built
             log.error("routed tool cannot be built: %s", exc)
             return None, Reward(0.0, "error", reason=f"routed tool unavailable: {exc}")
+
+    def _unmapped(self, task: str | None) -> str:
+        """Why a sample the task map does not cover gets no tool (the map names it)."""
+        tasks = ", ".join(sorted(self.by_task)[:10]) + (", ..." if len(self.by_task) > 10 else "")
+        if task is None:
+            return (
+                f"the sample has no `task` field and the task map ({tasks}) routes by task, "
+                "with no default tool: add a `task` the map names, or pass a tool"
+            )
+        return (
+            f"task {task!r} is not in the task map ({tasks}) and no default tool was given: "
+            "add it to the map, or pass a tool"
+        )
 
     def _decided_tool(self, decision: Decision) -> RewardTool:
         """The decision's tool; several tools become one weighted-sum composite."""

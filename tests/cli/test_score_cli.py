@@ -201,3 +201,45 @@ def test_an_error_message_with_markup_characters_prints_as_written(tmp_path: Pat
     )
     assert proc.returncode == 2
     assert "bad task map entry '[/]'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_table_says_which_samples_were_not_scored_and_why(tmp_path: Path) -> None:
+    lines = [*GOOD_LINES, {"id": 6, "task": "other", "completion": "x"}]
+    src = write_jsonl(tmp_path / "in.jsonl", lines)
+    result = runner.invoke(
+        app,
+        ["score", str(src), "-o", str(tmp_path / "o.jsonl"), "--task-map",
+         "fmt=format_tags,num=gsm8k", "--library", str(tmp_path / "lib.db")],
+        env={"COLUMNS": "300"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "2 sample(s) got no score" in result.output
+    # the unmapped task: no tool, and the note names the map and what to pass
+    assert "(no tool)" in result.output and "not scored" in result.output
+    assert (
+        "not scored: 1 sample(s) of task other (not_applicable): task 'other' is not in the "
+        "task map (fmt, num)" in result.output
+    )
+    assert "-> add the task to --task-map, or pass --tool for the rest" in result.output
+    assert "not scored: 1 sample(s) of task num (invalid_reference)" in result.output
+
+
+@pytest.mark.parametrize("args", [["-h"], ["tools", "-h"], ["compare", "-h"], ["route", "-h"]])
+def test_dash_h_is_help_everywhere(args: list[str]) -> None:
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "Usage: rewardsmith" in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("rewardsmith ")
+
+
+def test_a_warmup_longer_than_the_run_is_warned(capsys: pytest.CaptureFixture[str]) -> None:
+    from rewardsmith.cli.common import warn_long_warmup
+
+    warn_long_warmup(20, 5)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--warmup-steps 20 >= the run's 5 steps" in said and "reaches 25% of --lr" in said
+    warn_long_warmup(2, 20)
+    assert capsys.readouterr().err == ""

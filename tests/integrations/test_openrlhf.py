@@ -1,5 +1,5 @@
 """The OpenRLHF adapter: `reward_func(queries, prompts, labels)` as OpenRLHF calls it, the
-tensors it reads back, and loading the file by path (`--remote_rm_url file.py`)."""
+tensors it reads back, and loading the file by path (`--reward.remote_url file.py`)."""
 
 from __future__ import annotations
 
@@ -155,3 +155,14 @@ def test_loaded_by_path_as_openrlhf_does() -> None:
     spec.loader.exec_module(module)
     out = module.reward_func([PROMPT + "#### 72"], [PROMPT], ["72"])
     assert out["rewards"].tolist() == [1.0]
+
+
+def test_rollout_log_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewardsmith.rollout_log import read_rollouts
+
+    monkeypatch.setenv("REWARDSMITH_ROLLOUT_LOG", str(tmp_path / "rollouts.jsonl"))
+    func = make_reward_func("gsm8k", library=tmp_path / "lib.db")
+    func(["Q: 2+2? A: #### 4", "Q: 2+2? A: #### 5"], ["Q: 2+2? A: ", "Q: 2+2? A: "], ["4", "4"])
+    rows = read_rollouts(tmp_path / "rollouts.jsonl")
+    assert [r.stored.score for r in rows if r.stored] == [1.0, 0.0]
+    assert rows[0].group == rows[1].group and rows[0].record["source"] == "openrlhf"

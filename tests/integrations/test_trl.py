@@ -98,6 +98,35 @@ def test_components_and_unscored_share_go_to_log_metric(library: Path) -> None:
     assert metrics["rewardsmith/gsm8k_with_format/format_tags"] == pytest.approx(2 / 3)
 
 
+def test_one_function_over_several_tasks_logs_each_task(library: Path, tmp_path: Path) -> None:
+    (func,) = reward_funcs(
+        "gsm8k", task_map={"fmt": "format_tags"}, library=library, rollout_log=tmp_path / "r.jsonl"
+    )
+    # the name says every tool the function covers, not just its fallback
+    assert func.__name__ == "rewardsmith_gsm8k+format_tags"
+    metrics: dict[str, float] = {}
+    func(
+        prompts=["q1", "q1", "q2", "q3"],
+        completions=["#### 4", "#### 5", "<thinking>a</thinking><solution>b</solution>", "#### 4"],
+        solution=["4", "4", "", "not a number"],
+        task=["math", "math", "fmt", "math"],
+        log_metric=metrics.__setitem__,
+    )
+    # rewardsmith/<task>/<tool>/...: one scheme for every trainer (rewardsmith.reward_metrics)
+    assert metrics["rewardsmith/math/gsm8k/mean"] == pytest.approx(0.5)
+    assert metrics["rewardsmith/math/gsm8k/not_scored_frac"] == pytest.approx(1 / 3)
+    assert metrics["rewardsmith/fmt/format_tags/mean"] == 1.0
+    assert metrics["rewardsmith/fmt/format_tags/not_scored_frac"] == 0.0
+    # the rollout log holds every scored completion, readable by rescore/compare/profile
+    from rewardsmith.rollout_log import read_rollouts
+
+    rows = read_rollouts(tmp_path / "r.jsonl")
+    assert [r.stored.score if r.stored else None for r in rows] == [1.0, 0.0, 1.0, None]
+    assert [r.sample.task for r in rows] == ["math", "math", "fmt", "math"]
+    assert rows[0].group == rows[1].group != rows[2].group  # a prompt's completions: one group
+    assert rows[3].stored is not None and rows[3].stored.status == "invalid_reference"
+
+
 # -- conversational data --------------------------------------------------------------------
 
 
@@ -185,7 +214,8 @@ def test_task_map_routes_rows_and_unmapped_tasks_get_none(library: Path) -> None
     (routed,) = reward_funcs(
         None, task_map={"gsm8k": "gsm8k", "fmt": "format_tags"}, library=library
     )
-    assert routed.__name__ == "rewardsmith_routed"
+    # named after every tool it routes to, not one (TRL logs rewards/<name>/mean)
+    assert routed.__name__ == "rewardsmith_gsm8k+format_tags"
     rewards = routed(
         ["q"] * 3,
         ["#### 4", "<thinking>a</thinking><solution>b</solution>", "#### 4"],
@@ -325,6 +355,9 @@ def test_grpo_trainer_trains_two_steps_on_rewardsmith_rewards(tmp_path: Path) ->
         expected = sum(s for s in scores if s is not None) / len(scores)
         assert log["rewards/rewardsmith_recording/mean"] == pytest.approx(expected)
         assert "rewardsmith/gsm8k/not_applicable_frac" in log
+        # per-task metrics: this dataset has no task column
+        assert "rewardsmith/no_task/gsm8k/mean" in log
+        assert "rewardsmith/no_task/gsm8k/not_scored_frac" in log
     # each completion was scored against the solution of its own prompt
     assert len(recorder.seen) == 8
     for sample in recorder.seen:

@@ -4,6 +4,7 @@ them, the data-source mapping and its overrides, and loading the file by path.""
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,10 @@ def test_batch_keeps_order_across_tools_and_gives_every_row_the_same_keys() -> N
     assert [r["score"] for r in results] == [1.0, 1.0, 0.0, 0.0]
     assert [r["applicable"] for r in results] == [1, 1, 1, 0]
     assert all(r.keys() == results[1].keys() for r in results)
-    assert results[0]["format_tags"] == 0.0  # filled in: gsm8k reports no components
+    # filled in, but not with a made-up 0.0: gsm8k never ran format_tags on row 0, so
+    # veRL's per-data-source means read NaN there instead of a zero
+    assert math.isnan(results[0]["format_tags"]) and math.isnan(results[0]["gsm8k"])
+    assert results[1]["gsm8k"] == 1.0
 
 
 def test_batch_without_extra_infos_and_with_mismatched_lengths() -> None:
@@ -169,3 +173,15 @@ def test_loaded_by_path_as_verl_custom_reward_function_does() -> None:
         ["openai/gsm8k"] * 2, ["#### 72", "#### 7"], ["72"] * 2, [{}, {}]
     )
     assert [r["score"] for r in batch] == [1.0, 0.0]
+
+
+def test_rollout_log_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewardsmith.rollout_log import read_rollouts
+
+    monkeypatch.setenv("REWARDSMITH_ROLLOUT_LOG", str(tmp_path / "rollouts.jsonl"))
+    compute_score_batch(["openai/gsm8k", "math"], ["#### 72", "\\boxed{3}"], ["72", "4"])
+    rows = read_rollouts(tmp_path / "rollouts.jsonl")
+    assert {(r.sample.task, r.stored.score if r.stored else None) for r in rows} == {
+        ("openai/gsm8k", 1.0),
+        ("math", 0.0),
+    }

@@ -140,3 +140,36 @@ def test_a_folder_with_no_run_is_an_input_error(tmp_path: Path) -> None:
         write_report(tmp_path)
     with pytest.raises(InputError, match="not a folder"):
         write_report(tmp_path / "notes.txt")
+
+
+def test_a_search_run_folder_points_to_search_report(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / "results.jsonl").write_text("")
+    with pytest.raises(InputError, match=f"rewardsmith search report {tmp_path}"):
+        write_report(tmp_path)
+
+
+def test_step_axes_have_whole_number_ticks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # three steps: matplotlib's default locator would put ticks at 1.25, 1.5, ...
+    from rewardsmith.report import grpo_plot
+    from rewardsmith.report.pyplot import pyplot
+
+    metrics = tmp_path / "metrics.jsonl"
+    rows = [
+        {"step": s, "reward": 0.1 * s, "accuracy": 0.2, "completion_length": 9} for s in (1, 2, 3)
+    ]
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    figures: list[object] = []
+    plt = pyplot()
+    real = plt.subplots
+
+    def keep(*args: object, **kwargs: object) -> object:
+        fig, axes = real(*args, **kwargs)
+        figures.append(axes)
+        return fig, axes
+
+    monkeypatch.setattr(plt, "subplots", keep)
+    grpo_plot.plot_metrics(metrics, tmp_path / "m.png")
+    for ax in figures[0]:  # type: ignore[attr-defined]
+        ticks = [t for t in ax.get_xticks() if 1 <= t <= 3]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks

@@ -43,7 +43,8 @@ class DigitShareTool(RewardTool):
 
 
 ITEMS = [
-    PromptItem(f"Tom has {i} apples. How many apples does Tom have?", str(i)) for i in range(8)
+    PromptItem(f"Tom has {i} apples. How many apples does Tom have?", str(i), "counting")
+    for i in range(8)
 ]
 
 
@@ -319,6 +320,22 @@ def test_completions_are_logged_every_n_steps_for_an_audit(
         assert mean == pytest.approx(metrics[step - 1]["reward"])
         accuracy = sum(r["correct"] for r in logged) / len(logged)
         assert accuracy == pytest.approx(metrics[step - 1]["accuracy"])
+        # each row is a rollout line: the weighted reward's status and tools, its GRPO group
+        assert {r["status"] for r in logged} == {"ok"}
+        assert logged[0]["tool"] == "digit_share@1+format_tags@1"
+        assert [r["group"] for r in logged] == [f"step-{step}/prompt-{i // 4}" for i in range(8)]
+        assert {r["task"] for r in logged} == {"counting"} and logged[0]["source"] == "grpo"
+        # per-task metrics, one naming scheme (rewardsmith.reward_metrics)
+        digit_mean = sum(r["rewards"]["digit_share"] for r in logged) / len(logged)
+        assert metrics[step - 1]["rewardsmith/counting/digit_share/mean"] == pytest.approx(
+            digit_mean
+        )
+        assert metrics[step - 1]["rewardsmith/counting/format_tags/not_scored_frac"] == 0.0
+    # rescore/compare/profile read the file as it is
+    from rewardsmith.rollout_log import read_rollouts
+
+    rollouts = read_rollouts(out / COMPLETIONS_FILE)
+    assert len({r.group for r in rollouts}) == 4 and all(r.stored for r in rollouts)
     # a fresh run in the same folder starts a new log
     _trainer(tiny_testbed, out, library, steps=1, log_completions_every=1).train(save_model=False)
     assert {json.loads(x)["step"] for x in (out / COMPLETIONS_FILE).read_text().splitlines()} == {1}

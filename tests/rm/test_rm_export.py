@@ -57,6 +57,8 @@ def test_card_snippet_runs_without_rewardsmith_and_gives_its_score(
     assert meta["library_name"] == "transformers" and meta["license"] == "other"
     assert "reward-model" in meta["tags"]  # type: ignore[operator]
     code = re.search(r"```python\n(.*?)```", card, re.DOTALL).group(1)  # type: ignore[union-attr]
+    # no path of the machine that trained it: the card is read elsewhere (and on the hub)
+    assert str(tmp_path) not in code and 'model_dir = "rm"' in code
     printed = run_without_rewardsmith(code, tmp_path)
     score = float(re.search(r"reward: (-?[\d.]+)", printed).group(1))  # type: ignore[union-attr]
     ours = load_scorer(out, device="cpu").score_texts([EXAMPLE_PROMPT], [EXAMPLE_COMPLETION])

@@ -137,6 +137,23 @@ def test_stdin_stdout_cases(tool: CodeTool, program: str, expected: float) -> No
     assert reward.components["total"] == 3.0
 
 
+@pytest.mark.parametrize(
+    ("program", "score"),
+    [
+        ("def f(x):\n    return x * 2\n", 1.0),  # passes both tests
+        ("def f(x):\n    return 4\n", 0.5),  # one of two
+    ],
+)
+def test_a_json_list_of_assert_strings_is_a_test_list(
+    tool: CodeTool, program: str, score: float
+) -> None:
+    # what MBPP's test_list holds, given without the object around it (math's reason for
+    # this reference already sent users to `code`)
+    reference = '["assert f(2) == 4", "assert f(3) == 6"]'
+    [reward] = tool.score([Sample(completion=program, reference=reference)])
+    assert reward.status == "ok" and reward.score == score, reward.reason
+
+
 def test_plain_assert_reference(tool: CodeTool) -> None:
     reference = "from math import isclose\nassert isclose(area(1), 3.14159, rel_tol=1e-3)\nassert area(0) == 0\n"
     [reward] = tool.score(
@@ -152,6 +169,9 @@ BAD_REFERENCES = [
     ("{not json", "not valid JSON"),
     ('{"question": "?"}', "unknown test format"),
     ('{"test_list": []}', "non-empty list"),
+    # a list reference must hold test strings
+    ("[]", "non-empty list of test strings"),
+    ("[1, 2]", "non-empty list of test strings"),
     ('{"test_list": ["assert f(1) =="]}', "does not compile"),
     ('{"test": "def check(candidate):\\n    pass", "entry_point": "1bad"}', "function name"),
     ('{"test": "x = 1", "entry_point": "f"}', "no check(candidate)"),

@@ -29,7 +29,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,22 +164,31 @@ def run(
     library_path: Path | None = None,
     do_timing: bool = True,
     hard: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Build the set, route it every way, and return all numbers (see the module docstring)."""
+    """Build the set, route it every way, and return all numbers (see the module docstring).
+    `progress(what)` is called as each stage starts (the CLI prints it: a `--hard --fit` run
+    takes minutes)."""
+    say = progress or (lambda _what: None)
     with tempfile.TemporaryDirectory() as tmp:
         path = library_path or Path(tmp) / "bench.db"
         library = Library(path)
         try:
             code = "code" in library.names() and bool(library.record("code").spec.exemplars)
+            say("building the labeled set")
             items = routing_data.build(data, "eval", seed, has_code_tool=code)
             tasked = [routing_data.with_task(it) for it in items]
             out: dict[str, Any] = {"items": len(items), "code_tool": code}
+            say(f"routing {len(items)} samples: embedded, no task field")
             t0 = time.perf_counter()
             out["embedded"] = evaluate(items, route_all(library, items, "embedded"))
             out["embedded"]["seconds"] = time.perf_counter() - t0
+            say("routing: embedded, task field")
             out["embedded_task"] = evaluate(tasked, route_all(library, tasked, "embedded"))
+            say("routing: rules baseline")
             out["rules"] = evaluate(items, route_all(library, items, "rules"))
             if hard:
+                say("building the hard slice")
                 slice_ = routing_hard.build_hard(data, "eval", seed)
                 out["hard_items"] = len(slice_)
                 for name, backend in (
@@ -187,8 +196,10 @@ def run(
                     ("hard_rules", "rules"),
                     ("hard_markers", "markers"),
                 ):
+                    say(f"routing the hard slice ({len(slice_)} samples): {backend}")
                     out[name] = evaluate(slice_, route_all(library, slice_, backend))
             if code:  # the same set in a library without the code tool: tests -> synthesize
+                say("routing: a library without the code tool")
                 no_code = Library(Path(tmp) / "no_code.db")
                 for name in ("code", "code_strict"):
                     if name in no_code.names():
@@ -197,13 +208,16 @@ def run(
                 out["embedded_no_code"] = evaluate(plain, route_all(no_code, plain, "embedded"))
                 no_code.close()
             if fit:
+                say("fitting the router on the fit split")
                 fit_lib = Library(Path(tmp) / "fit.db")
                 out["fit"] = fit_defaults(fit_lib, data, seed, has_code_tool=code)
                 out["embedded_fitted"] = evaluate(items, route_all(fit_lib, items, "embedded"))
                 if hard:
+                    say("routing the hard slice: embedded, fitted")
                     out["hard_fitted"] = evaluate(slice_, route_all(fit_lib, slice_, "embedded"))
                 fit_lib.close()
             if do_timing:
+                say("timing a batch of distinct prompts")
                 pool = _records(items) + _records(routing_data.build(data, "fit", seed + 1, code))
                 distinct = list({_key(r): r for r in pool}.values())[:TIMING_BATCH]
                 out["timing"] = timing(library, distinct)

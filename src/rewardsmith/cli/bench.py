@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from rewardsmith.cli.common import err_console
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import InputError
 from rewardsmith.files import atomic_write
@@ -48,7 +50,13 @@ def routing(
     logging.getLogger("rewardsmith").setLevel(logging.ERROR)
     from rewardsmith.bench.routing import run
 
-    out = run(data, seed=seed, fit=fit, do_timing=timing, hard=hard)
+    start = time.perf_counter()
+
+    def stage(what: str) -> None:  # on stderr: stdout stays the tables
+        err_console.print(f"[{time.perf_counter() - start:5.0f} s] {what}...", highlight=False)
+
+    out = run(data, seed=seed, fit=fit, do_timing=timing, hard=hard, progress=stage)
+    err_console.print(f"[{time.perf_counter() - start:5.0f} s] done", highlight=False)
     table = Table(
         title=f"routing on {out['items']} labeled samples (code tool: {out['code_tool']})"
     )

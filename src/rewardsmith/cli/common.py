@@ -123,3 +123,15 @@ def write_plot(
         warn(f"no plot: {exc}")
         return
     err_console.print(f"plot: {path}", highlight=False, soft_wrap=True)
+
+
+def warn_long_warmup(warmup_steps: int, steps: int) -> None:
+    """A warning when linear warmup covers the whole run: the learning rate would still be
+    ramping up (from 0) when the run ends, so the run trains far less than asked."""
+    if steps > 0 and warmup_steps >= steps:
+        peak = steps / warmup_steps if warmup_steps else 1.0
+        warn(
+            f"--warmup-steps {warmup_steps} >= the run's {steps} steps: the learning rate only "
+            f"ramps from 0 and reaches {peak:.0%} of --lr at the last step; lower "
+            f"--warmup-steps (e.g. {max(0, steps // 10)}) or raise the steps"
+        )

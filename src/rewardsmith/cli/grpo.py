@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from rewardsmith.cli.common import LibraryOption, progress_bar, write_plot
+from rewardsmith.cli.common import LibraryOption, progress_bar, warn_long_warmup, write_plot
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.files import atomic_write
@@ -131,6 +131,7 @@ def train_cmd(
     if backend == "trl" and log_completions_every:
         raise ConfigError("--log-completions-every is for the embedded backend")
     torch_threads(threads)
+    warn_long_warmup(warmup_steps, steps)
     config = GRPOConfig(
         steps=steps,
         prompts_per_step=prompts_per_step,

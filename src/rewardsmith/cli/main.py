@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -14,6 +15,7 @@ from rewardsmith.cli import convert as convert_cmd
 from rewardsmith.cli import grpo as grpo_cmd
 from rewardsmith.cli import report as report_cmd
 from rewardsmith.cli import rm as rm_cmd
+from rewardsmith.cli import rollouts as rollouts_cmd
 from rewardsmith.cli import route as route_cmd
 from rewardsmith.cli import score as score_cmd
 from rewardsmith.cli import search as search_cmd
@@ -30,12 +32,40 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # every command and group inherits -h (Click passes help_option_names down)
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"rewardsmith {version('rewardsmith')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("rewardsmith (not installed: no version metadata)")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """A reward engine for RL on language models."""
+
+
 app.command("score")(score_cmd.score)
 app.command("convert")(convert_cmd.convert)
 app.command("serve")(serve_cmd.serve)
 app.command("report")(report_cmd.report)
 app.command("audit")(audit_cmd.audit)
+app.command("rescore")(rollouts_cmd.rescore)
+app.command("compare")(rollouts_cmd.compare)
+app.command("profile")(rollouts_cmd.profile)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(rm_cmd.app, name="rm")
 app.add_typer(grpo_cmd.app, name="grpo")

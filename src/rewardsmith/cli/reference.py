@@ -18,7 +18,9 @@ HEADER = """# Command reference
 Generated from the `rewardsmith` command itself (`python -m rewardsmith.cli.reference >
 docs/cli.md`); a test keeps it in step. The grammar is the same everywhere: `-o/--output` is
 always a file, `--out-dir` always a folder, `--backend` always the router backend, and exit
-code 2 means bad input or configuration (the message says what and where).
+code 2 means bad input or configuration (the message says what and where). Every command
+takes `-h`/`--help`; `rewardsmith --version` prints the version. Every example runs when
+pasted from the project's root (`tests/cli/test_help_examples.py` runs them).
 """
 
 

@@ -27,11 +27,8 @@ def report(
         typer.Option("-o", "--output", help="Where to write the page (default: RUNDIR/report.md)."),
     ] = None,
 ) -> None:
-    """Write one Markdown page (settings, metric tables, plots) for RUNDIR.
-
-    Example: `rewardsmith grpo eval -p testbed -p runs/a/model -o runs/a/eval.json && rewardsmith
-    report runs/a`
-    """
+    """Write one Markdown page (settings, metric tables, plots) for RUNDIR (a `search run`
+    folder has its own: `rewardsmith search report RUNDIR`)."""
     from rewardsmith.report.markdown import write_report
 
     path = write_report(rundir, output)

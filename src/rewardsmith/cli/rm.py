@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, open_library, write_plot
+from rewardsmith.cli.common import LibraryOption, open_library, warn_long_warmup, write_plot
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.files import atomic_write
@@ -186,6 +186,7 @@ def train_cmd(
             eval_completion_tokens or max(suffix_max, 384),
             eval_completion_side or suffix_side,  # type: ignore[arg-type]  # checked by Windows
         )
+    warn_long_warmup(warmup_steps, max_steps)
     config = TrainConfig(
         backbone=backbone,
         encoder=encoder,  # type: ignore[arg-type]  # checked by TrainConfig
@@ -426,11 +427,7 @@ def corpus_cmd(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the problems and of the order.")] = 0,
 ) -> None:
-    """Write a label-free corpus of worked solutions ("problem\\n\\nsolution" documents).
-
-    Example: rewardsmith rm corpus -o corpus.jsonl --testbed 20000 \\
-    --gsm8k ../shared/data/gsm8k/train.jsonl
-    """
+    """Write a label-free corpus of worked solutions ("problem\\n\\nsolution" documents)."""
     from rewardsmith.rl.problems import generate
     from rewardsmith.rm.corpora import gsm8k_documents, worked_documents, write_corpus
 
@@ -460,11 +457,7 @@ def pairs_cmd(
 ) -> None:
     """Write evaluation pairs: true solutions of held-out problems against copies with a wrong
     final answer and with a wrong intermediate step (`testbed_pairs.jsonl`,
-    `gsm8k_pairs.jsonl`), for `rm eval --data`.
-
-    Example: rewardsmith rm pairs --out-dir pairs && rewardsmith rm eval -m MODEL \\
-    -d pairs/testbed_pairs.jsonl -d pairs/gsm8k_pairs.jsonl
-    """
+    `gsm8k_pairs.jsonl`), for `rm eval --data`."""
     from rewardsmith.rl.prompts import testbed_eval_problems
     from rewardsmith.rm import pairsets
 

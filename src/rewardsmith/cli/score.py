@@ -65,6 +65,8 @@ class GroupStats:
     scored: int = 0
     seconds: float = 0.0
     statuses: Counter[str] = field(default_factory=Counter)
+    #: (status, reason) of the samples that got no score: what the notes under the table say.
+    unscored: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add(self, reward: Reward, seconds: float) -> None:
         self.count += 1
@@ -73,6 +75,8 @@ class GroupStats:
         if reward.score is not None:
             self.total += reward.score
             self.scored += 1
+        else:
+            self.unscored[(reward.status, _reason_kind(reward.reason))] += 1
 
 
 def score(
@@ -158,6 +162,8 @@ def score(
         lib.close()
     if not quiet:
         console.print(_table(stats))
+        for note in not_scored_notes(stats):
+            console.print(note, highlight=False, soft_wrap=True)
         console.print(f"wrote {len(records)} lines to {output}")
 
 
@@ -170,7 +176,42 @@ def _table(stats: dict[tuple[str, str], GroupStats]) -> Table:
     for name in ("count", "mean reward", *(STATUS_LABELS.get(s, s) for s in statuses), "time (s)"):
         table.add_column(name, justify="right", no_wrap=True)
     for (task, tool), g in sorted(stats.items()):
-        mean = f"{g.total / g.scored:.3f}" if g.scored else "-"
+        mean = f"{g.total / g.scored:.3f}" if g.scored else "not scored"
+        tool = tool if tool != "-" else "(no tool)"
         counts = [str(g.statuses.get(s, 0)) for s in statuses]
         table.add_row(task, tool, str(g.count), mean, *counts, f"{g.seconds:.2f}")
     return table
+
+
+# Where a reason's useful part ends: router reasons carry the signature's details after it.
+_REASON_CHARS = 150
+# What a user can do about the common reasons a sample was not scored.
+_HINTS = {
+    "synthesis requested": "pass --synthesize to build and gate a tool for them, or --tool",
+    "not in the task map": "add the task to --task-map, or pass --tool for the rest",
+    "no `task` field": "add a `task` field, or pass --tool for the rest",
+}
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason shortened to what samples of one kind share (the first clause)."""
+    head = reason.split(": ", 2)
+    text = ": ".join(head[:2]) if reason.startswith("router") else reason
+    return text[:_REASON_CHARS]
+
+
+def not_scored_notes(stats: dict[tuple[str, str], GroupStats]) -> list[str]:
+    """One line per (task, status, reason) of the samples that got no score, with what to do
+    about it: a row of `-` means and `n/a` counts alone does not say why."""
+    notes = []
+    for (task, _tool), g in sorted(stats.items()):
+        for (status, reason), n in g.unscored.most_common():
+            hint = next((h for key, h in _HINTS.items() if key in reason), "")
+            notes.append(
+                f"not scored: {n} sample(s) of task {task} ({status}): {reason}"
+                + (f" -> {hint}" if hint else "")
+            )
+    if notes:
+        total = sum(sum(g.unscored.values()) for g in stats.values())
+        notes.insert(0, f"{total} sample(s) got no score (reward null in the output):")
+    return notes

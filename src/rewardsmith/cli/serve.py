@@ -14,6 +14,7 @@ import os
 import re
 import signal
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -28,6 +29,7 @@ from rewardsmith.cli.common import (
     llm_fallback,
 )
 from rewardsmith.errors import ConfigError, MissingDependencyError
+from rewardsmith.jsonl import check_output_path
 from rewardsmith.scoring import parse_task_map
 from rewardsmith.server.config import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
@@ -126,6 +128,15 @@ def serve(
         ),
     ] = DEFAULT_BODY_TIMEOUT_SECONDS,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    request_log: Annotated[
+        Path | None,
+        typer.Option(
+            "--request-log",
+            help="Append every scored sample (sample + reward) to this rollout JSONL, for "
+            "`rewardsmith rescore / compare / profile`.",
+            dir_okay=False,
+        ),
+    ] = None,
     llm_url: LLMUrlOption = None,
     llm_model: LLMModelOption = None,
     llm_key: LLMKeyOption = None,
@@ -155,7 +166,10 @@ def serve(
         max_body_bytes=int(max_body_mb * 2**20),
         max_pending=max_pending,
         body_timeout_seconds=body_timeout,
+        request_log=str(request_log) if request_log is not None else None,
     ).validate()
+    if request_log is not None:
+        check_output_path(request_log)  # exit 2 now, not in every worker
     if ray is not None:
         from dataclasses import replace
 

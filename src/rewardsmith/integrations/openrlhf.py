@@ -1,8 +1,8 @@
-"""OpenRLHF adapter: a custom `reward_func` for `--remote_rm_url /path/to/this/file.py`.
+"""OpenRLHF adapter: a custom `reward_func` for `--reward.remote_url /path/to/this/file.py`.
 
 OpenRLHF loads the file by path and calls its module-level
 `reward_func(queries, prompts, labels, **kwargs)`: `queries` are prompt + response texts,
-`prompts` the prompts, `labels` the `--label_key` column. It reads back a dict:
+`prompts` the prompts, `labels` the `--data.label_key` column. It reads back a dict:
 
 - `rewards`: float tensor (B,), the reward the advantages are computed from;
 - `scores`: float tensor (B,) in [0, 1], used by dynamic filtering (here: rewards clipped
@@ -13,14 +13,16 @@ OpenRLHF loads the file by path and calls its module-level
 
 A sample the tool does not apply to gets reward 0.0 and `applicable` 0.
 
-    --remote_rm_url $(python -c "import rewardsmith.integrations.openrlhf as m; print(m.__file__)")
-    --label_key answer
+    --reward.remote_url $(python -c "import rewardsmith.integrations.openrlhf as m; print(m.__file__)")
+    --data.label_key answer
     REWARDSMITH_OPENRLHF_TOOL=gsm8k   # any tool in the library (default gsm8k)
 
 From Python, `make_reward_func(tool=..., task_map=...)` returns a picklable callable with the
-same signature. OpenRLHF's HTTP mode (`--remote_rm_url http://HOST:8000/v1/openrlhf`) is
+same signature. OpenRLHF's HTTP mode (`--reward.remote_url http://HOST:8000/v1/openrlhf`) is
 served by `rewardsmith serve` (docs/server.md); with `$REWARDSMITH_URL` set, this file too
-scores through that server (`rewardsmith.client`) instead of in OpenRLHF's process.
+scores through that server (`rewardsmith.client`) instead of in OpenRLHF's process. With
+`$REWARDSMITH_ROLLOUT_LOG` set, every scored query is appended to that rollout file
+(`rewardsmith.rollout_log`), grouped by prompt, for `rewardsmith profile / compare / rescore`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.config import default_library_path
 from rewardsmith.errors import MissingDependencyError
 from rewardsmith.library.store import Library
+from rewardsmith.rollout_log import env_log, rollout_record
 from rewardsmith.scoring import Scorer
 from rewardsmith.types import Reward, Sample
 
@@ -147,7 +150,14 @@ class RewardFunc:
             )
             for i in range(n)
         ]
-        return list(self.scorer.score(samples))
+        rewards = list(self.scorer.score(samples))
+        log = env_log()
+        if log is not None:
+            log.write(
+                rollout_record(s, r, source="openrlhf")
+                for s, r in zip(samples, rewards, strict=True)
+            )
+        return rewards
 
     def __call__(
         self,

@@ -28,6 +28,8 @@ from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.combine import component_means
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library, parse_tool_ref
+from rewardsmith.reward_metrics import task_metrics
+from rewardsmith.rollout_log import RolloutLog, rollout_record
 from rewardsmith.scoring import Scorer
 from rewardsmith.types import Reward, RewardTool, Sample
 
@@ -108,6 +110,18 @@ def _tool_name(tool: str | RewardTool | None) -> str:
     return tool if isinstance(tool, str) else tool.spec.name
 
 
+def function_name(tool: str | RewardTool | None, task_map: Mapping[str, str]) -> str:
+    """The function's `__name__`, which TRL logs it under (`rewards/<name>/mean`): the tool,
+    and with a task map every tool it routes to (`rewardsmith_gsm8k+math+multiple_choice`),
+    so a function covering several tasks is not named after its fallback alone."""
+    names = [] if tool is None else [_tool_name(tool)]
+    for ref in task_map.values():
+        name = ref.partition("@")[0]
+        if name not in names:
+            names.append(name)
+    return "rewardsmith_" + ("+".join(names) or "routed")
+
+
 class RewardFunction:
     """One rewardsmith tool with TRL's reward-function signature.
 
@@ -125,6 +139,7 @@ class RewardFunction:
         library: str | Path | Library | None = None,
         reference_column: str | None = None,
         name: str | None = None,
+        rollout_log: str | Path | None = None,
     ) -> None:
         if tool is None and not task_map:
             raise ConfigError("a reward function needs a tool, a task_map, or both")
@@ -133,10 +148,12 @@ class RewardFunction:
         self.library = _library_path(library)
         self.reference_column = reference_column
         # TRL names each function's metrics after `__name__` (rewards/<name>/mean).
-        self.__name__ = name or f"rewardsmith_{_tool_name(tool)}"
+        self.__name__ = name or function_name(tool, self.task_map)
         self.calls = 0
         self._scorer: Scorer | RemoteScorer | None = None
         self._warned_no_reference = False
+        # Opened now: a path that cannot be written fails before the trainer starts.
+        self.rollout_log = RolloutLog(rollout_log) if rollout_log is not None else None
 
     # -- pickling: keep the recipe, rebuild the scorer in the receiving process -----------
 
@@ -174,10 +191,13 @@ class RewardFunction:
         self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
     ) -> list[float | None]:
         self.calls += 1
-        rewards = self.scorer.score(self.samples(prompts, completions, kwargs))
+        samples = self.samples(prompts, completions, kwargs)
+        rewards = list(self.scorer.score(samples))
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
-            self._log_metrics(rewards, log_metric)
+            self._log_metrics(samples, rewards, log_metric)
+        if self.rollout_log is not None:
+            self._log_rollouts(samples, rewards, kwargs.get("trainer_state"))
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
             log_extra(f"{self.__name__}/status", [r.status for r in rewards])
@@ -231,10 +251,31 @@ class RewardFunction:
             raise ValueError(f"column {key!r} has {len(values)} values for {n} completions")
         return values
 
-    def _log_metrics(self, rewards: Sequence[Reward], log_metric: Callable[..., Any]) -> None:
-        """Batch means of each component and the share of samples the tool did not score."""
+    def _log_rollouts(
+        self, samples: Sequence[Sample], rewards: Sequence[Reward], state: Any
+    ) -> None:
+        """One rollout line per completion (`rewardsmith.rollout_log`), grouped by function,
+        step and prompt (TRL's `num_generations` completions of a prompt are one group)."""
+        step = getattr(state, "global_step", None)
+        extra: dict[str, Any] = {"source": "trl", "function": self.__name__}
+        if isinstance(step, int):
+            extra["step"] = step
+        assert self.rollout_log is not None
+        # One file may hold several functions' lines: a group is one function's rewards.
+        self.rollout_log.write(
+            rollout_record(s, r, group=f"{self.__name__} step {step}: {s.prompt_text()}", **extra)
+            for s, r in zip(samples, rewards, strict=True)
+        )
+
+    def _log_metrics(
+        self, samples: Sequence[Sample], rewards: Sequence[Reward], log_metric: Callable[..., Any]
+    ) -> None:
+        """Per (task, tool): mean, not-scored and failed shares (`rewardsmith.reward_metrics`);
+        per function: the share not applicable or failed, and each component's batch mean."""
         if not rewards:
             return
+        for key, value in task_metrics([s.task for s in samples], rewards).items():
+            log_metric(key, value)
         prefix = f"rewardsmith/{_tool_name(self.tool)}"
         not_scored = sum(r.status in ("not_applicable", "invalid_reference") for r in rewards)
         failed = sum(r.status in ("error", "timeout") for r in rewards)
@@ -257,6 +298,7 @@ def reward_funcs(
     task_map: Mapping[str, str] | None = None,
     library: str | Path | Library | None = None,
     reference_column: str | None = None,
+    rollout_log: str | Path | None = None,
 ) -> list[RewardFunction]:
     """TRL `reward_funcs`: one picklable `RewardFunction` per tool.
 
@@ -265,7 +307,9 @@ def reward_funcs(
     their `task` column (`{"math500": "math"}`); rows with an unmapped task use the tool.
     It goes with one tool (or none: rows whose task is not mapped then get None), because
     with several tools every function would score the mapped rows again. `library` is a
-    library path (default `$REWARDSMITH_HOME/library.db`).
+    library path (default `$REWARDSMITH_HOME/library.db`). `rollout_log`: append every
+    scored completion to this rollout file (`rewardsmith.rollout_log`; read by `rewardsmith
+    rescore / compare / profile`).
     """
     if tools is None:
         chosen: list[str | RewardTool | None] = [None]
@@ -286,7 +330,13 @@ def reward_funcs(
         raise ConfigError(f"tool(s) {duplicates} listed twice; TRL would log them under one name")
     _check_tools_exist([t for t in chosen if isinstance(t, str)], task_map, library)
     return [
-        RewardFunction(t, task_map=task_map, library=library, reference_column=reference_column)
+        RewardFunction(
+            t,
+            task_map=task_map,
+            library=library,
+            reference_column=reference_column,
+            rollout_log=rollout_log,
+        )
         for t in chosen
     ]
 

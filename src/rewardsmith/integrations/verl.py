@@ -6,7 +6,7 @@ extra_info)` once per sample (`naive`, `prime`, `dapo`), or
 (`batch`), in many worker processes. Each answers with a dict: `score` (a float, 0.0 when
 the tool does not apply, since veRL needs a number), `applicable` (1 or 0), `failed`
 (1 on a tool error or timeout) and the tool's components as flat keys (in the batched
-variant; opt-in per sample, see `compute_score`). veRL rewards with
+variant, NaN in the rows of other tools; opt-in per sample, see `compute_score`). veRL rewards with
 `score` and collects every key into `reward_extra_info` (logged, and usable as the DAPO
 `filter_groups.metric`).
 
@@ -17,6 +17,8 @@ in `$REWARDSMITH_VERL_TASK_MAP` ("SOURCE=TOOL,..."); the data source in
 
 With `$REWARDSMITH_URL` set (and `$REWARDSMITH_TOKEN` if the server has one), samples are
 scored by that `rewardsmith serve` through `rewardsmith.client` instead of in each worker.
+With `$REWARDSMITH_ROLLOUT_LOG` set, every scored sample is appended to that rollout file
+(`rewardsmith.rollout_log`; `rewardsmith profile` gives its per-task metrics).
 
 Use it from a veRL run (the file is loaded by path, so it imports rewardsmith absolutely):
 
@@ -36,12 +38,15 @@ from rewardsmith.client import RemoteScorer, remote_url
 from rewardsmith.config import default_library_path
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
+from rewardsmith.rollout_log import env_log, rollout_record
 from rewardsmith.scoring import Scorer, parse_task_map
 from rewardsmith.types import Reward, Sample
 
 TASK_MAP_ENV = "REWARDSMITH_VERL_TASK_MAP"
 #: Per-sample override: `extra_info[TOOL_KEY] = "math"`.
 TOOL_KEY = "rewardsmith_tool"
+#: The value of a component in a row whose tool does not report it (never a made-up 0.0).
+NOT_RUN = float("nan")
 
 #: The data_source names veRL's own preprocessing scripts (examples/data_preprocess) and
 #: common recipes write, mapped to the built-in tool that scores them.
@@ -191,8 +196,14 @@ def _score(
             )
             for i in indices
         ]
-        for i, reward in zip(indices, _CACHE.scorer(name).score(samples), strict=True):
+        scored = list(_CACHE.scorer(name).score(samples))
+        for i, reward in zip(indices, scored, strict=True):
             rewards[i] = reward
+        log = env_log()
+        if log is not None:  # veRL gives no prompt: each line is a group of its own
+            log.write(
+                rollout_record(s, r, source="verl") for s, r in zip(samples, scored, strict=True)
+            )
     return [r for r in rewards if r is not None]
 
 
@@ -233,8 +244,11 @@ def compute_score_batch(
 ) -> list[dict[str, Any]]:
     """veRL's `batch` reward manager entry point: one dict per sample, as `compute_score`.
 
-    Each tool scores its share of the batch in one call. Every dict carries the same keys
-    (a component missing from a sample is 0.0), as veRL stacks them into columns.
+    Each tool scores its share of the batch in one call. Every dict carries the same keys,
+    as veRL stacks them into columns; a component a sample's tool did not report (another
+    task's tool: `gsm8k` on a math row) is NaN, not 0.0, so veRL's per-data-source means
+    (`val-aux/<data_source>/<key>/mean@N`) do not show a made-up 0.0 for a tool that never
+    ran on those rows.
     """
     n = len(solution_strs)
     if len(data_sources) != n or len(ground_truths) != n:
@@ -254,7 +268,7 @@ def compute_score_batch(
     keys = {key for row in out for key in row}
     for row in out:
         for key in keys - row.keys():
-            row[key] = 0.0
+            row[key] = NOT_RUN
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from rewardsmith.errors import InputError
 from rewardsmith.jsonl import read_jsonl
-from rewardsmith.report.pyplot import pyplot, save_figure
+from rewardsmith.report.pyplot import integer_ticks, pyplot, save_figure
 
 # Raw per-step values are noisy with a handful of prompts per step; the plot also draws a
 # moving average over this many steps.
@@ -63,6 +63,7 @@ def plot_metrics(metrics: str | Path, out: str | Path) -> Path:
             ax.plot(steps, moving_average(values), color=line.get_color(), label=key)
         ax.set_title(title)
         ax.set_xlabel("step")
+        integer_ticks(ax.xaxis)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()

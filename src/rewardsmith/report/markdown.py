@@ -87,6 +87,16 @@ def _metrics_table(path: Path) -> list[str]:
     ]
 
 
+# What a `search run` folder holds (`rewardsmith.search.results`, a layer above this one).
+SEARCH_MARKERS = ("run.json", "results.jsonl", "candidates")
+
+
+def _is_search_run(rundir: Path) -> bool:
+    return (rundir / SEARCH_MARKERS[0]).is_file() and any(
+        (rundir / m).exists() for m in SEARCH_MARKERS[1:]
+    )
+
+
 def _image(rundir: Path, png: Path, draw: Any, data: Any) -> list[str]:
     """A Markdown image link to `png`, drawn with `draw(data, png)` when it is missing."""
     if not is_regular(png):
@@ -228,6 +238,11 @@ def write_report(rundir: str | Path, out: str | Path | None = None) -> Path:
     if not sections and is_regular(rundir / "metrics.jsonl"):
         metrics = _section("metrics.jsonl", _metrics_table, rundir / "metrics.jsonl")
         sections.append(["## Training metrics", "", *metrics])
+    if not sections and _is_search_run(rundir):
+        raise InputError(
+            f"{rundir} is a `search run` folder; its report (rankings, ensembles, audit, "
+            f"plots) is written by `rewardsmith search report {rundir}`"
+        )
     if not sections:
         raise InputError(
             f"{rundir}: nothing to report: expected a `grpo train` or `rm train` folder "

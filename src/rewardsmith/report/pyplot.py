@@ -34,3 +34,11 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 100) -> Path:
     finally:
         pyplot().close(fig)
     return atomic_write(path, buffer.getvalue())
+
+
+def integer_ticks(axis: Any) -> None:
+    """Ticks at whole numbers only on `axis` (`ax.xaxis` / `ax.yaxis`): steps, rounds, ranks
+    and counts have no 2.5."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))

@@ -60,7 +60,7 @@ import torch
 from transformers import get_constant_schedule_with_warmup
 
 from rewardsmith.errors import ConfigError, InputError
-from rewardsmith.files import append_line, atomic_write
+from rewardsmith.files import atomic_write
 from rewardsmith.library.store import Library
 from rewardsmith.models.checkpoints import (
     CHECKPOINTS,
@@ -87,6 +87,7 @@ from rewardsmith.rl.lora import add_lora
 from rewardsmith.rl.policies import Policy, save_policy
 from rewardsmith.rl.prompts import PromptItem
 from rewardsmith.rl.rewards import RewardSet, ToolRef
+from rewardsmith.rollout_log import RolloutLog
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +251,8 @@ class GRPOTrainer:
         g = cfg.group_size
         flat_prompts = [p for p in prompts for _ in range(g)]
         references = [it.reference for it in chosen for _ in range(g)]
-        scored = self.reward.score(flat_prompts, rollout.texts, references)
+        tasks = [it.task for it in chosen for _ in range(g)]
+        scored = self.reward.score(flat_prompts, rollout.texts, references, tasks)
         t2 = time.perf_counter()
         rewards = torch.tensor(scored.total)
         advantages = group_advantages(rewards, g, cfg.scale_rewards)
@@ -287,9 +289,8 @@ class GRPOTrainer:
             metrics["kl"] = update["kl"]
         append_metrics(self.out / METRICS_FILE, metrics)
         if cfg.log_completions_every and self.step % cfg.log_completions_every == 0:
-            rows = scored.audit_rows(self.step, flat_prompts, rollout.texts, references, verdicts)
-            for row in rows:
-                append_line(self.out / COMPLETIONS_FILE, json.dumps(row))
+            with RolloutLog(self.out / COMPLETIONS_FILE) as rollout_log:
+                rollout_log.write(scored.audit_rows(self.step, g, verdicts))
         return metrics
 
     def _micro_batches(self, n: int) -> list[slice]:

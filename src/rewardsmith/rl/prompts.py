@@ -18,6 +18,8 @@ from rewardsmith.rl import problems as P
 #: Line fields read as the question and as the reference, first present wins.
 QUESTION_FIELDS = ("question", "prompt")
 REFERENCE_FIELDS = ("reference", "answer", "solution")
+#: The task of the testbed's procedural problems.
+TESTBED_TASK = "testbed"
 #: Testbed prompts drawn when no count is given.
 TESTBED_PROMPTS = 20_000
 
@@ -28,6 +30,9 @@ class PromptItem:
 
     question: str
     reference: str
+    #: The line's `task` field (`testbed` for the procedural problems): what per-task metrics
+    #: and rollout lines are keyed by.
+    task: str | None = None
 
 
 def testbed_train_problems(n: int, seed: int = 0) -> list[P.Problem]:
@@ -45,10 +50,10 @@ def testbed_eval_problems(n: int, seed: int = 0, sft_problems: int = 50_000) -> 
 def load_items(source: str, n: int | None = None, seed: int = 0) -> list[PromptItem]:
     """Training prompts: `testbed` (the `rl` split of the procedural problems, 20,000 by
     default) or a JSONL file with a question (`question` or `prompt`) and a reference
-    (`reference`, `answer` or `solution`) per line."""
+    (`reference`, `answer` or `solution`) per line, and optionally its `task`."""
     if source == "testbed":
         problems = testbed_train_problems(n or TESTBED_PROMPTS, seed)
-        return [PromptItem(p.question, p.reference) for p in problems]
+        return [PromptItem(p.question, p.reference, TESTBED_TASK) for p in problems]
     path = Path(source)
     if not path.is_file():
         raise ConfigError(f"prompts {source!r}: expected 'testbed' or a JSONL file")
@@ -60,7 +65,8 @@ def load_items(source: str, n: int | None = None, seed: int = 0) -> list[PromptI
         reference = next((row[k] for k in REFERENCE_FIELDS if k in row), None)
         if not isinstance(question, str) or reference is None:
             raise InputError(f"{path}:{line_no}: needs a question/prompt and a reference/answer")
-        items.append(PromptItem(question, str(reference)))
+        task = row.get("task")
+        items.append(PromptItem(question, str(reference), task if isinstance(task, str) else None))
         if n and len(items) >= n:
             break
     return items

@@ -86,7 +86,10 @@ def snippet(model_dir: Path, fmt: dict[str, Any] | None) -> str:
             "import torch",
             "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
             "",
-            f'model_dir = "{model_dir.resolve()}"  # or the model\'s hub name after upload',
+            # The folder's name, not its absolute path: a card is read on other machines
+            # and on the hub; run the snippet beside the folder.
+            f'model_dir = "{model_dir.resolve().name}"  # this folder (run from its parent), or '
+            "its hub name after upload",
             "tokenizer = AutoTokenizer.from_pretrained(model_dir)",
             "model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()",
             f"messages = {conv}",

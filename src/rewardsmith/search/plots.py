@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.report.pyplot import pyplot, save_figure
+from rewardsmith.report.pyplot import integer_ticks, pyplot, save_figure
 from rewardsmith.search.results import CandidateRecord, ranked
 
 
@@ -72,6 +72,8 @@ def ranks(records: Sequence[CandidateRecord], path: Path) -> Path | None:
     left.invert_yaxis()
     left.set_xlabel("round")
     left.set_ylabel("rank (1 = best)")
+    integer_ticks(left.xaxis)
+    integer_ticks(left.yaxis)
     left.set_title("Ranks (filled: GRPO-judged, hollow: proxy only)")
     left.grid(alpha=0.3)
     both = [r for r in order if r.grpo and r.proxy]

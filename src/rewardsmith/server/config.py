@@ -57,6 +57,8 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_batch: int = DEFAULT_MAX_BATCH
     max_pending: int = DEFAULT_MAX_PENDING
+    #: Append every scored sample to this rollout file (`rewardsmith.rollout_log`).
+    request_log: str | None = None
     body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS
 
     @property

@@ -23,6 +23,7 @@ from typing import Any
 from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.library.registry import allowed_factory
 from rewardsmith.library.store import Library, parse_tool_ref
+from rewardsmith.rollout_log import RolloutLog
 from rewardsmith.server.config import ServerConfig
 from rewardsmith.server.payloads import (
     Counts,
@@ -34,6 +35,7 @@ from rewardsmith.server.payloads import (
     counts,
     parse,
     render,
+    request_rows,
 )
 from rewardsmith.server.workers import (
     Reply,
@@ -97,12 +99,15 @@ class ScoringEngine:
             synthesize=config.synthesize,
             ray_address=config.ray_address or "",
             max_batch=config.max_batch,
+            request_log=config.request_log or "",
             ray_env=tuple((k, v) for k, v in os.environ.items() if k.startswith("RAY_"))
             if config.ray_address
             else (),
         )
         self.pool = WorkerPool(self.spec, config.workers, preload=self._factory_modules())
         self.ready = False
+        # The workers append scored requests themselves; this one writes the per-sample path's.
+        self.request_log = RolloutLog(config.request_log) if config.request_log else None
 
     def _factory_modules(self) -> list[str]:
         """The modules that implement the configured tools (unknown tools, and factories the
@@ -133,6 +138,8 @@ class ScoringEngine:
         self.ready = False
         await self.pool.close()
         self.library.close()
+        if self.request_log is not None:
+            self.request_log.close()
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -185,6 +192,8 @@ class ScoringEngine:
         else:
             rewards = await self._one_by_one(parsed.samples, call)
         late = sum(r.status == "timeout" and r.reason.startswith(_DEADLINE) for r in rewards)
+        if self.request_log is not None:
+            self.request_log.write(request_rows(kind, parsed.samples, rewards))
         return Outcome(render(kind, rewards), counts(rewards), late)
 
     def _call(self, tool: str | None, task_map: TaskMap | None, deadline: float) -> _Call:

@@ -128,9 +128,9 @@ class RouteResponse(BaseModel):
 
 
 class OpenRLHFRequest(BaseModel):
-    """What OpenRLHF posts to `--remote_rm_url` (openrlhf/utils/agent.py,
+    """What OpenRLHF posts to `--reward.remote_url` (openrlhf/utils/agent.py,
     `SingleTurnAgentExecutor._fetch_rewards_via_http`): prompt + response texts, the prompts,
-    and the `--label_key` column. Other keys are ignored."""
+    and the `--data.label_key` column. Other keys are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.integrations.openrlhf import label_reference, response_text
 from rewardsmith.library.store import Library, parse_tool_ref
+from rewardsmith.rollout_log import rollout_record
 from rewardsmith.server.models import (
     BatchTooLarge,
     OpenRLHFRequest,
@@ -144,6 +145,15 @@ def render(kind: Kind, rewards: Sequence[Reward]) -> bytes:
     else:
         body = openrlhf_json(rewards)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def request_rows(kind: Kind, samples: Sequence[Sample], rewards: Sequence[Reward]) -> list[Any]:
+    """The request log's lines for one scored request (`rewardsmith.rollout_log`)."""
+    route = "/v1/score" if kind == "score" else "/v1/openrlhf"
+    return [
+        rollout_record(s, r, source="server", route=route)
+        for s, r in zip(samples, rewards, strict=True)
+    ]
 
 
 def counts(rewards: Sequence[Reward]) -> Counts:

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.library.store import Library
+from rewardsmith.rollout_log import RolloutLog
 from rewardsmith.scoring import Scorer
 from rewardsmith.server.payloads import (
     FieldError,
@@ -41,6 +42,7 @@ from rewardsmith.server.payloads import (
     counts,
     parse,
     render,
+    request_rows,
 )
 from rewardsmith.server.pipes import AsyncPipe, PipeClosed
 from rewardsmith.types import Reward, Sample
@@ -84,6 +86,8 @@ class ScorerSpec:
     ray_env: tuple[tuple[str, str], ...] = ()
     #: Samples a request may list (the workers validate bodies).
     max_batch: int = 10_000
+    #: The rollout file every scored request is appended to (`serve --request-log`; "": none).
+    request_log: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class _Scorers:
         else:
             self.library = Library(spec.library)
         self._scorers: OrderedDict[tuple[str | None, TaskMap], Scorer] = OrderedDict()
+        self.request_log = RolloutLog(spec.request_log) if spec.request_log else None
 
     def scorer(self, tool: str | None, task_map: TaskMap | None) -> Scorer:
         """The scorer for a request's choice (None, None: the server's). The server's own
@@ -160,6 +165,8 @@ class _Scorers:
             if isinstance(parsed, RequestProblem):
                 return parsed
             rewards = self.scorer(parsed.tool, parsed.task_map).score(parsed.samples).rewards
+            if self.request_log is not None:
+                self.request_log.write(request_rows(body_kind, parsed.samples, rewards))
             return render(body_kind, rewards), counts(rewards)
         if kind == "route":
             return [d.to_dict() for d in self.scorer(None, None).router.route(job[1])]
@@ -184,6 +191,8 @@ class _Scorers:
             with contextlib.suppress(Exception):
                 scorer.close()
         self.library.close()
+        if self.request_log is not None:
+            self.request_log.close()
 
 
 def worker_main(conn: Connection, spec: ScorerSpec) -> None:

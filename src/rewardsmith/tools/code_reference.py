@@ -8,7 +8,8 @@ The reference is JSON in one of the formats code datasets use:
   prompt followed by the completion when the completion continues the prompt's function
   body, or the prompt then the completion when the completion defines `entry_point` itself.
 - MBPP: `{"test_list": [...], "test_imports": [...]}` (optionally `test_setup_code`); each
-  string of `test_list` is one test, run after the program and the imports.
+  string of `test_list` is one test, run after the program and the imports. A bare JSON list
+  of test strings (`["assert f(2) == 4", ...]`) is read as a `test_list`.
 - stdin/stdout: `{"inputs": [...], "outputs": [...]}` (APPS, CodeContests) or
   `{"cases": [{"input", "output"}, ...]}`; the program runs once per case and its stdout is
   compared with the expected output (trailing whitespace of each line and trailing blank
@@ -146,8 +147,18 @@ def parse_reference(
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidReferenceError(f"reference is not valid JSON: {exc.msg}") from None
+        if isinstance(data, list):  # a bare list of assert strings: MBPP's `test_list`
+            if not data or not all(isinstance(t, str) for t in data):
+                raise InvalidReferenceError(
+                    "a JSON list reference must be a non-empty list of test strings, e.g. "
+                    '["assert f(2) == 4"]'
+                )
+            return _mbpp_suite({"test_list": data}, decompose, shadowed)
         if not isinstance(data, dict):
-            raise InvalidReferenceError("reference JSON must be an object")
+            raise InvalidReferenceError(
+                "reference JSON must be an object (HumanEval, MBPP, stdin/stdout) or a list of "
+                "test strings"
+            )
         return _suite_from_dict(data, decompose, shadowed)
     return _assert_suite(text, decompose, shadowed)
 
