@@ -23,6 +23,7 @@ from rewardsmith.answers.final import (
     raw_markers,
     render_style,
     visible,
+    without_prompt_copies,
 )
 from rewardsmith.answers.hedges import (
     alternatives,
@@ -58,6 +59,7 @@ __all__ = [
     "split_for",
     "value_run",
     "visible",
+    "without_prompt_copies",
 ]
 
 _EMBEDDED = ("final.py", "hedges.py")

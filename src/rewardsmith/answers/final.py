@@ -122,7 +122,7 @@ OPEN_TAG = re.compile(r"<answer>", re.IGNORECASE)
 CLOSE_TAG = re.compile(r"</answer>", re.IGNORECASE)
 # A line that only opens a display ("\\[", "$$", "\\begin{align*}") holds no answer yet.
 DISPLAY_OPENER = re.compile(r"\\\[|\\\(|\$\$|\\begin\{[A-Za-z*]{1,20}\}")
-SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+SENTENCE_END = re.compile(r"(?<!\\)[.!?](?=\s|$)|\n")  # LaTeX "\\!" is spacing, not an end
 # A sentence that offers another answer after the first: "72. Or maybe 73."
 ANOTHER_ANSWER = re.compile(
     r"[ \t]{0,3}\n?[ \t]{0,3}(?:\*\*)?(?:or|alternatively|otherwise|maybe|possibly|perhaps|"
@@ -298,3 +298,31 @@ def final_answer(text):
         return "fenced", fenced[0], fenced[1]
     line = last_line_span(text)
     return None if line is None else ("last_line", line[0], line[1])
+
+
+# A sentence of the prompt this long or longer, copied verbatim, holds no answer.
+PROMPT_COPY_CHARS = 24
+PROMPT_SENTENCES = 64
+
+
+def without_prompt_copies(text, prompt):
+    """`text` with every verbatim copy of a sentence (or line) of `prompt` of at least
+    `PROMPT_COPY_CHARS` characters blanked: what a completion copied from the question holds
+    no answer (an echoed question's last number, or its expression, would pay a reader
+    that takes the last value). At most `PROMPT_SENTENCES` sentences are tried."""
+    if not prompt or len(text) < PROMPT_COPY_CHARS:
+        return text
+    sentences = []
+    start = 0
+    for cut in SENTENCE_END.finditer(prompt):
+        piece = prompt[start : cut.end()].strip()
+        start = cut.end()
+        if len(piece) >= PROMPT_COPY_CHARS:
+            sentences.append(piece)
+    tail = prompt[start:].strip()
+    if len(tail) >= PROMPT_COPY_CHARS:
+        sentences.append(tail)
+    for piece in sorted(set(sentences[:PROMPT_SENTENCES]), key=len, reverse=True):
+        if piece in text:
+            text = text.replace(piece, " ")
+    return text

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardsmith.answers import hedge_reason
+from rewardsmith.answers import hedge_reason, without_prompt_copies
 from rewardsmith.config import MAX_REFERENCE_CHARS, clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.tools.deadline import StepTimeout, deadline
@@ -129,6 +129,10 @@ class AnswerVerifier(RewardTool):
     #: Seconds each step (the reference, or one completion's extract + compare) may take,
     #: in any thread; a late step scores 0.0 with status `timeout`. None: unbounded.
     step_timeout: float | None = DEFAULT_STEP_TIMEOUT_SECONDS
+    #: True for tools that read the last value of a completion (numbers, expressions): a
+    #: sentence copied from the sample's prompt is blanked first, since an echoed question
+    #: holds its numbers, not an answer (`rewardsmith.answers.without_prompt_copies`).
+    blanks_prompt_copies: bool = False
 
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
@@ -173,6 +177,8 @@ class AnswerVerifier(RewardTool):
                 continue
             completion = sample.completion if isinstance(sample.completion, str) else ""
             text = clip_tail(completion) if self.clip_completion else completion
+            if self.blanks_prompt_copies and isinstance(sample.prompt, str):
+                text = without_prompt_copies(text, sample.prompt)
             groups.setdefault(reference, {}).setdefault(text, []).append(i)
         batch = [Group(reference, list(texts)) for reference, texts in groups.items()]
         verified = self.verify_groups(batch) if batch else []

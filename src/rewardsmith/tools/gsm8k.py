@@ -258,6 +258,8 @@ def numbers_equal(answer: Fraction, reference: Fraction) -> bool:
 class GSM8KTool(AnswerVerifier):
     """Scores 1.0 when the completion's final number equals the reference number, else 0.0."""
 
+    blanks_prompt_copies = True  # an echoed question's numbers are no answer
+
     def __init__(self, spec: ToolSpec) -> None:
         super().__init__(spec)
 

@@ -167,6 +167,8 @@ class MathTool(AnswerVerifier):
     compare); `workers` is the number of worker processes (0: score in the calling process).
     """
 
+    blanks_prompt_copies = True  # an echoed question's numbers are no answer
+
     def __init__(
         self,
         spec: ToolSpec | None = None,
@@ -249,7 +251,7 @@ class MathTool(AnswerVerifier):
             self._matches(reference, as_one(offered))
             or self._groups_agree(answer, reference)
             # one answer math-verify reads better whole ("between $12$ and $13$")
-            or (len(answer.reading.groups) == 1 and self._matches(reference, answer.reading.text))
+            or (len(answer.reading.groups) == 1 and self._whole_matches(reference, answer))
         ):
             return Verdict(1.0, reason="equivalent to the reference")
         if len(offered) > 1:
@@ -260,6 +262,26 @@ class MathTool(AnswerVerifier):
 
     def _matches(self, gold: Any, latex: str) -> bool:
         return bool(verify(gold, _parse(latex), timeout_seconds=None))
+
+    def _whole_matches(self, gold: Any, answer: MathAnswer) -> bool:
+        """Whether math-verify's reading of the whole answer matches, when that reading holds
+        every value offered (a set or interval of them): "-2,1, 15x - 80" read whole is the
+        decimal -2.1, one value of three, and must not pay a several-valued "-2,1"."""
+        from sympy import FiniteSet, Interval, Tuple
+
+        parsed = _parse(answer.reading.text)
+        if not parsed:
+            return False
+        value = parsed[0]
+        if isinstance(value, FiniteSet | Tuple | list | tuple):
+            size = len(value)
+        elif isinstance(value, Interval):
+            size = 2
+        else:
+            size = 1
+        return size >= len(answer.reading.candidates) and bool(
+            verify(gold, parsed, timeout_seconds=None)
+        )
 
     def _groups_agree(self, answer: MathAnswer, gold: Any) -> bool:
         """Whether several marked answers are each the (several-valued) reference."""
