@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from rewardsmith.errors import InputError
-from rewardsmith.rm.registry import count_parameters
+from rewardsmith.errors import InputError, LibraryError
+from rewardsmith.rm.registry import count_parameters, list_models
 from rewardsmith.synth.wrapllm import folder_models
 
 CONFIG = {"architectures": ["BertForSequenceClassification"], "num_labels": 1}
@@ -116,3 +116,14 @@ def test_a_real_header_is_still_read(tmp_path: Path) -> None:
     body = _header(0)[8:]
     (tmp_path / "model.safetensors").write_bytes(len(body).to_bytes(8, "little") + body + bytes(8))
     assert count_parameters(tmp_path) == 2
+
+
+def test_a_model_registry_that_is_a_fifo_or_too_big_is_a_clear_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(LibraryError, match="model registry"):
+        list_models(fifo)  # refused at once, never blocks waiting for a writer
+    big = tmp_path / "big.json"
+    big.write_text('{"models": [' + " " * (80 * 1024 * 1024) + "]}")
+    with pytest.raises(LibraryError, match="model registry"):
+        list_models(big)

@@ -24,7 +24,7 @@ from typing import Any
 
 from rewardsmith.config import home_dir
 from rewardsmith.errors import ConfigError, InputError, LibraryError
-from rewardsmith.files import open_regular
+from rewardsmith.files import open_regular, read_json
 from rewardsmith.types import ToolSpec
 
 REGISTRY_VERSION = 1
@@ -68,12 +68,12 @@ def registry_path() -> Path:
 def list_models(path: Path | None = None) -> list[ModelEntry]:
     """Every registered model, sorted by name ([] when the file does not exist yet)."""
     path = path or registry_path()
-    if not path.is_file():
+    if not os.path.lexists(path):
         return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file of bounded size: never a FIFO, a device or gigabytes
+        data = read_json(path)
         return sorted((ModelEntry.from_dict(m) for m in data["models"]), key=lambda m: m.name)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
         raise LibraryError(f"cannot read the model registry {path}: {exc}") from exc
 
 
