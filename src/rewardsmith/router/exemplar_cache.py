@@ -114,8 +114,9 @@ def _read(path: Path, key: str, rows: int, dim: int) -> np.ndarray | None:
             stored_key = str(data["key"])
             digest = str(data["digest"])
             vectors = np.array(data["vectors"])
-    except (InputError, OSError, ValueError, KeyError, EOFError) as exc:
-        return _refuse(path, f"unreadable ({str(exc)[:120]})")
+    except Exception as exc:  # noqa: BLE001 - a damaged file fails in numpy's or zipfile's
+        # parsers with any of a dozen errors; each means the same here: embed again
+        return _refuse(path, f"unreadable ({type(exc).__name__}: {str(exc)[:120]})")
     if stored_key != key:
         return _refuse(path, "its key is not the one its name promises")
     if vectors.dtype != np.float32 or vectors.shape != (rows, dim):
