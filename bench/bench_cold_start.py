@@ -64,6 +64,15 @@ def time_score(env: dict[str, str], out: Path, tool: str | None) -> float:
     return time.perf_counter() - start
 
 
+def time_model_load(env: dict[str, str]) -> float:
+    """Seconds for a process that only imports torch and transformers and loads MiniLM: the
+    floor of any start that embeds a prompt with it."""
+    code = "from rewardsmith.router.embedded import MiniLMEmbedder; MiniLMEmbedder().load()"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    return time.perf_counter() - start
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -125,8 +134,10 @@ def main() -> None:
         out = Path(tmp) / "out.jsonl"
         first = time_score(env, out, None)
         print(f"first routed score (empty REWARDSMITH_HOME): {first:.1f} s")
-        times: dict[str, list[float]] = {k: [] for k in ("single", "routed", "s_serve", "r_serve")}
+        names = ("single", "routed", "model", "s_serve", "r_serve")
+        times: dict[str, list[float]] = {k: [] for k in names}
         for _ in range(args.repeats):
+            times["model"].append(time_model_load(env))
             times["single"].append(time_score(env, out, SINGLE_TOOL))
             times["routed"].append(time_score(env, out, None))
             if not args.skip_serve:
@@ -137,6 +148,10 @@ def main() -> None:
         print(
             f"score: routed {med['routed']:.1f} s, --tool {SINGLE_TOOL} {med['single']:.1f} s: "
             f"ratio {med['routed'] / med['single']:.1f}x (target <= 3x)"
+        )
+        print(
+            f"floor: importing torch + transformers and loading MiniLM alone {med['model']:.1f} s "
+            f"= {med['model'] / med['single']:.1f}x the single-tool score"
         )
         if not args.skip_serve:
             print(

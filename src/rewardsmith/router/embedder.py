@@ -28,7 +28,13 @@ EMBED_BATCH = 64
 # Embeddings kept in memory by text (GRPO repeats each prompt G times per batch).
 EMBED_CACHE_SIZE = 50_000
 #: What loading the model imports: a server's forkserver imports them once for its workers.
-MODEL_MODULES = ("torch", "transformers", "transformers.models.bert.modeling_bert")
+MODEL_MODULES = (
+    "torch",
+    "transformers",
+    "transformers.models.bert.modeling_bert",
+    "transformers.models.auto.tokenization_auto",
+    "transformers.models.bert.tokenization_bert",
+)
 
 
 class MiniLMEmbedder:
