@@ -209,3 +209,25 @@ def test_unknown_tool_stops_the_server_at_start_with_a_message(tmp_path: Path) -
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert "unknown tool 'no_such_tool'" in out
+
+
+# Which modules the forkserver imports once for every worker: a routing server's include
+# what the router's embedding model needs (torch, transformers: seconds per worker
+# otherwise); a one-tool or rules-routing server's do not pull torch in at all.
+@pytest.mark.parametrize(
+    "tool, router, preloads_model",
+    [(None, "embedded", True), ("gsm8k", "embedded", False), (None, "rules", False)],
+)
+def test_a_routing_server_imports_the_embedding_model_once_for_all_workers(
+    tmp_path: Path, tool: str | None, router: str, preloads_model: bool
+) -> None:
+    from rewardsmith.router.embedder import MODEL_MODULES
+    from rewardsmith.server.engine import ScoringEngine
+
+    config = ServerConfig(library=str(tmp_path / "lib.db"), tool=tool, router=router, workers=1)
+    engine = ScoringEngine(config)
+    try:
+        modules = set(engine._factory_modules())
+    finally:
+        engine.library.close()
+    assert set(MODEL_MODULES) <= modules if preloads_model else not modules & set(MODEL_MODULES)
