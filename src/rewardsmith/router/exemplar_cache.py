@@ -107,6 +107,7 @@ def _digest(key: str, vectors: np.ndarray) -> str:
 
 
 def _read(path: Path, key: str, rows: int, dim: int) -> np.ndarray | None:
+    """The file's vectors, or None (with a warning) when it fails any check."""
     import numpy as np
 
     try:
@@ -114,24 +115,33 @@ def _read(path: Path, key: str, rows: int, dim: int) -> np.ndarray | None:
             stored_key = str(data["key"])
             digest = str(data["digest"])
             vectors = np.array(data["vectors"])
-    except Exception as exc:  # noqa: BLE001 - a damaged file fails in numpy's or zipfile's
-        # parsers with any of a dozen errors; each means the same here: embed again
-        return _refuse(path, f"unreadable ({type(exc).__name__}: {str(exc)[:120]})")
-    if stored_key != key:
-        return _refuse(path, "its key is not the one its name promises")
-    if vectors.dtype != np.float32 or vectors.shape != (rows, dim):
-        return _refuse(path, f"holds {vectors.dtype} {vectors.shape}, not float32 {(rows, dim)}")
-    if digest != _digest(key, vectors):
-        return _refuse(path, "its digest does not match its vectors")
-    norms = np.linalg.norm(vectors, axis=1) if rows else np.ones(0)
-    if not np.all(np.isfinite(vectors)) or not np.all(np.abs(norms - 1.0) < NORM_TOLERANCE):
-        return _refuse(path, "holds vectors that are not finite and unit-length")
+    except Exception as exc:  # a damaged file fails in numpy's or zipfile's parsers with
+        # any of a dozen errors; each means the same here: embed again
+        problem = f"is unreadable ({type(exc).__name__}: {str(exc)[:120]})"
+    else:
+        problem = _problem(key, rows, dim, stored_key, digest, vectors)
+    if problem:
+        log.warning("router: exemplar cache %s %s; embedding the exemplars again", path, problem)
+        return None
     return vectors
 
 
-def _refuse(path: Path, why: str) -> None:
-    log.warning("router: exemplar cache %s %s; embedding the exemplars again", path, why)
-    return None
+def _problem(
+    key: str, rows: int, dim: int, stored_key: str, digest: str, vectors: np.ndarray
+) -> str:
+    """Why a parsed cache file must not be used ("" when it may)."""
+    import numpy as np
+
+    if stored_key != key:
+        return "holds another key than the one its name promises"
+    if vectors.dtype != np.float32 or vectors.shape != (rows, dim):
+        return f"holds {vectors.dtype} {vectors.shape}, not float32 {(rows, dim)}"
+    if digest != _digest(key, vectors):
+        return "has a digest that does not match its vectors"
+    norms = np.linalg.norm(vectors, axis=1) if rows else np.ones(0)
+    if not np.all(np.isfinite(vectors)) or not np.all(np.abs(norms - 1.0) < NORM_TOLERANCE):
+        return "holds vectors that are not finite and unit-length"
+    return ""
 
 
 def _write(path: Path, key: str, vectors: np.ndarray) -> None:
