@@ -87,6 +87,7 @@ def config(backbone: Path, steps: int, **kw: object) -> TrainConfig:
     return TrainConfig(**base)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # end to end, 40-90 s on 2 shared cores (issue 27)
 def test_train_save_load_evaluate_register_score(tiny_backbone: Path, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     corpus = [topic_docs(400, seed=0)]

@@ -30,6 +30,7 @@ def _run(task: Path, out: Path, **kw) -> list:
         search.close()
 
 
+@pytest.mark.slow  # end to end, 40-90 s on 2 shared cores (issue 27)
 def test_quick_run_writes_every_file(tiny_task: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["search", "run", "--task", str(tiny_task), "--rounds", "2", "--per-round", "3"]
@@ -59,6 +60,7 @@ def test_quick_run_writes_every_file(tiny_task: Path, tmp_path: Path) -> None:
     assert bred and all(p in {x["name"] for x in lines[:3]} for r in bred for p in r["parents"])
 
 
+@pytest.mark.slow  # end to end, 40-90 s on 2 shared cores (issue 27)
 def test_resume_continues_without_redoing_candidates(tiny_task: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     _run(tiny_task, out, rounds=1)

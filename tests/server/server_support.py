@@ -72,6 +72,18 @@ def wait_healthy(url: str, thread: threading.Thread | None = None, timeout: floa
     raise TimeoutError(f"{url} did not become healthy in {timeout} s")
 
 
+def wait_metric(url: str, name: str, minimum: float = 1.0, timeout: float = 60) -> None:
+    """Poll /metrics until the gauge `name` is at least `minimum`: the server's own signal
+    that a request is admitted or being scored, instead of a sleep that guesses it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+            if line.startswith(f"{name} ") and float(line.split()[1]) >= minimum:
+                return
+        time.sleep(0.02)
+    raise TimeoutError(f"{name} did not reach {minimum} in {timeout} s")
+
+
 TESTS_DIR = Path(__file__).resolve().parent
 
 

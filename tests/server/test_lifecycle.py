@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_support import TESTS_DIR, free_port, running_server, wait_healthy
+from server_support import TESTS_DIR, free_port, running_server, wait_healthy, wait_metric
 
 from rewardsmith.client import AsyncRewardClient, RewardClient
 from rewardsmith.errors import ConfigError, ServiceError
@@ -88,7 +88,7 @@ def test_full_server_answers_503_with_retry_after_and_the_client_retries(
             kwargs={"json": {"samples": [{"completion": "SLEEP2"}]}, "timeout": 30},
         )
         slow.start()
-        time.sleep(0.5)
+        wait_metric(url, "rewardsmith_busy_workers")  # the slow request holds the only slot
         refused = httpx.post(f"{url}/v1/score", json={"samples": [{"completion": "x"}]})
         assert refused.status_code == 503
         assert int(refused.headers["retry-after"]) >= 1
@@ -108,19 +108,26 @@ def test_client_retries_until_the_server_comes_up(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     result: dict[str, object] = {}
+    refused = threading.Event()
+
+    class WatchedClient(AsyncRewardClient):
+        def _retryable(self, attempt: int, response: object, exc: Exception | None) -> bool:
+            if isinstance(exc, httpx.ConnectError):
+                refused.set()
+            return super()._retryable(attempt, response, exc)
 
     def call() -> None:
         import asyncio
 
         async def go() -> object:
-            async with AsyncRewardClient(url, retries=12) as client:
+            async with WatchedClient(url, retries=12) as client:
                 return await client.score([{"completion": "#### 3", "reference": "3"}])
 
         result["rewards"] = asyncio.run(go())
 
     caller = threading.Thread(target=call)
     caller.start()
-    time.sleep(1.0)  # connection refused meanwhile: retried with backoff
+    assert refused.wait(timeout=30)  # the client was refused before the server started
     proc = serve_process(tmp_path / "lib.db", port, "--tool", "gsm8k")
     try:
         caller.join(timeout=120)
@@ -151,7 +158,7 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path: Path) -> None:
             )
         )
         inflight.start()
-        time.sleep(0.7)  # the request is being scored
+        wait_metric(url, "rewardsmith_busy_workers")  # the request is being scored
         proc.send_signal(signal.SIGTERM)
         inflight.join(timeout=60)
         assert answer["r"].status_code == 200
@@ -202,3 +209,25 @@ def test_unknown_tool_stops_the_server_at_start_with_a_message(tmp_path: Path) -
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert "unknown tool 'no_such_tool'" in out
+
+
+# Which modules the forkserver imports once for every worker: a routing server's include
+# what the router's embedding model needs (torch, transformers: seconds per worker
+# otherwise); a one-tool or rules-routing server's do not pull torch in at all.
+@pytest.mark.parametrize(
+    "tool, router, preloads_model",
+    [(None, "embedded", True), ("gsm8k", "embedded", False), (None, "rules", False)],
+)
+def test_a_routing_server_imports_the_embedding_model_once_for_all_workers(
+    tmp_path: Path, tool: str | None, router: str, preloads_model: bool
+) -> None:
+    from rewardsmith.router.embedder import MODEL_MODULES
+    from rewardsmith.server.engine import ScoringEngine
+
+    config = ServerConfig(library=str(tmp_path / "lib.db"), tool=tool, router=router, workers=1)
+    engine = ScoringEngine(config)
+    try:
+        modules = set(engine._factory_modules())
+    finally:
+        engine.library.close()
+    assert set(MODEL_MODULES) <= modules if preloads_model else not modules & set(MODEL_MODULES)

@@ -38,7 +38,10 @@ def test_a_model_saved_by_rm_train_is_wrapped_and_the_gate_reports_its_auc(
     add_model(ModelEntry(name="topic_rm", path=str(tiny_rm), source="rm train"))
     outcome = wrapllm("continuations that stay on the topic", topic_examples(), "topic", library)
     held = outcome.report.checks["held_out"]
-    assert 0.0 <= held["auc"] <= 1.0 and held["cases"] >= 8
+    # Above chance: the wrapped model ranks on-topic continuations first (a flipped sign or
+    # a garbled input would put it at or under 0.5); the AUC is the one the verdict quotes.
+    assert 0.5 < held["auc"] <= 1.0 and held["cases"] >= 8
+    assert outcome.admitted or f"AUC {held['auc']:.3f}" in outcome.reason
     record = library.record("topic")
     assert record.retired is (not outcome.admitted)
     params = record.config["params"]

