@@ -122,7 +122,8 @@ EXTRACTORS: dict[str, Primitive] = {
             '''
             def answer_in_tags(text):
                 """The text inside the last <answer>...</answer> tags, or None."""
-                found = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
+                # an attempt ends at the next opening tag: linear on many unclosed ones
+                found = re.findall(r"<answer>((?:(?!<answer>).)*?)</answer>", text, flags=re.DOTALL)
                 return found[-1].strip() if found else None
             ''',
             imports=("re",),

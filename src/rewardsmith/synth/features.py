@@ -311,7 +311,9 @@ FEATURES: dict[str, Primitive] = {
                 """Non-space characters outside the THINK_TAG and ANSWER_TAG blocks."""
                 rest = completion
                 for tag in (THINK_TAG, ANSWER_TAG):
-                    rest = re.sub("<" + tag + ">.*?</" + tag + ">", " ", rest, flags=re.DOTALL)
+                    # ends at the next opening tag: linear on many unclosed ones
+                    block = "<" + tag + ">(?:(?!<" + tag + ">).)*?</" + tag + ">"
+                    rest = re.sub(block, " ", rest, flags=re.DOTALL)
                 return float(len("".join(rest.split())))
             ''',
             imports=("re",),
