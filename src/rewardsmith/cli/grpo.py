@@ -20,11 +20,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from rewardsmith.cli.common import LibraryOption, progress_bar, write_plot
+from rewardsmith.cli.common import (
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    progress_bar,
+    write_plot,
+)
 from rewardsmith.errors import ConfigError, MissingDependencyError
 from rewardsmith.models.loading import torch_threads
 from rewardsmith.report.grpo_plot import plot_metrics
-from rewardsmith.rl.prompts import load_items, testbed_eval_problems
+from rewardsmith.rl.prompts import load_items, multitask_eval_tasks, testbed_eval_problems
 
 app = typer.Typer(
     help="GRPO on rewardsmith rewards: train a policy, evaluate checkpoints.",
@@ -34,6 +42,36 @@ console = Console()
 
 # The final table averages the last steps: one step's numbers are noisy with few prompts.
 SUMMARY_STEPS = 10
+# Per-task metrics stay in metrics.jsonl: the table would be too long.
+PER_TASK_PREFIXES = ("rewardsmith/", "accuracy/")
+
+
+def default_data(policy: str) -> str:
+    """The prompts a policy trains on when --data is not given."""
+    return "testbed-multi" if policy.startswith("testbed-multi") else "testbed"
+
+
+def synthesis_table(path: Path) -> Table:
+    """The tools synthesized during a run (OUT/synthesis.jsonl): step, task, verdict."""
+    table = Table(title="library growth during training")
+    for col in ("step", "task", "tool", "admitted", "held-out acc", "reason"):
+        table.add_column(col, justify="right" if col in ("step", "held-out acc") else "left")
+    rows = []
+    if path.exists():
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for r in rows:
+        acc = r.get("held_out_accuracy")
+        table.add_row(
+            str(r.get("step")),
+            str(r.get("task") or "-"),
+            str(r.get("tool")),
+            "yes" if r.get("admitted") else "no",
+            "-" if acc is None else f"{acc:.3f}",
+            str(r.get("reason") or "")[:60],
+        )
+    if not rows:
+        table.caption = "no task needed a new tool"
+    return table
 
 
 def _require_torch() -> None:
@@ -59,18 +97,31 @@ def train_cmd(
         Path, typer.Option("--out-dir", "--out", help="Run folder (metrics, checkpoints, model).")
     ],
     policy: Annotated[
-        str, typer.Option(help="testbed, testbed-tiny, smollm2, or a model folder.")
+        str,
+        typer.Option(
+            help="testbed, testbed-multi (7 task families), testbed-tiny, smollm2, or a model "
+            "folder."
+        ),
     ] = "testbed",
     reward: Annotated[
-        str, typer.Option(help="Reward tool(s), comma-separated: gsm8k,format_tags.")
-    ] = "gsm8k,format_tags",
+        str | None,
+        typer.Option(
+            help="Reward tool(s), comma-separated: gsm8k,format_tags; 'router' routes each "
+            "sample (default: router with --synthesize, else gsm8k,format_tags)."
+        ),
+    ] = None,
     reward_weights: Annotated[
         str | None, typer.Option(help="Weights of the reward tools, comma-separated.")
     ] = None,
     steps: Annotated[int, typer.Option(help="Optimizer steps (rollout batches).")] = 200,
     data: Annotated[
-        str, typer.Option(help="Prompts: 'testbed' or a JSONL file (question + answer).")
-    ] = "testbed",
+        str | None,
+        typer.Option(
+            help="Prompts: 'testbed', 'testbed-multi', or a JSONL file (question or prompt, "
+            "reference or answer, optional task). Default: the policy's own ('testbed-multi' "
+            "for testbed-multi, else 'testbed')."
+        ),
+    ] = None,
     n_prompts: Annotated[int | None, typer.Option(help="Use the first N prompts.")] = None,
     prompts_per_step: Annotated[int, typer.Option(help="Prompts per step.")] = 8,
     group_size: Annotated[
@@ -115,11 +166,34 @@ def train_cmd(
             "OUT/completions.jsonl (for a reward-hacking audit; 0: never)."
         ),
     ] = 0,
+    synthesize: Annotated[
+        bool,
+        typer.Option(
+            "--synthesize",
+            help="Grow the library while training: a task the library cannot grade gets a "
+            "synthesized, gated tool from its first samples; until then its samples are skipped.",
+        ),
+    ] = False,
+    synth_backend: Annotated[
+        str,
+        typer.Option(
+            help="How --synthesize writes a verifier: offline (composed) or llm (--llm-url). "
+            "Named so because --backend is the trainer."
+        ),
+    ] = "offline",
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
     library: LibraryOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl."""
+    """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl.
+
+    With --synthesize, the library grows during training: tasks it cannot grade are
+    synthesized for (OUT/synthesis.jsonl, library events with the step), and per-task
+    metrics rewardsmith/TASK/TOOL/mean are logged."""
     _require_torch()
+    apply_llm_flags(llm_url, llm_model, llm_key)
     from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
     from rewardsmith.rl.policies import load_policy
     from rewardsmith.rl.rewards import parse_rewards
@@ -154,11 +228,12 @@ def train_cmd(
         save_every=save_every,
         time_limit_s=time_limit * 60 if time_limit else None,
         log_completions_every=log_completions_every,
+        skip_unscored=synthesize,
     )
-    tools = parse_rewards(reward)
+    tools = parse_rewards(reward or ("router" if synthesize else "gsm8k,format_tags"))
     with console.status(f"loading policy {policy}...", spinner="dots") if not quiet else _Null():
         pol = load_policy(policy, device=device, progress=None if quiet else console.log)
-    items = load_items(data, n_prompts, seed)
+    items = load_items(data or default_data(policy), n_prompts, seed)
     history: list[dict[str, Any]] = []
     with progress_bar(console, quiet) as bar:
         task = bar.add_task("GRPO", total=steps)
@@ -176,10 +251,28 @@ def train_cmd(
             from rewardsmith.rl.trl_backend import train_trl
 
             result = train_trl(
-                pol, tools, items, config, out, library=library, resume=resume, on_step=on_step
+                pol,
+                tools,
+                items,
+                config,
+                out,
+                library=library,
+                resume=resume,
+                on_step=on_step,
+                synthesize=synthesize,
+                synth_backend=synth_backend,
             )
         else:
-            trainer = GRPOTrainer(pol, tools, items, config, out, library=library)
+            trainer = GRPOTrainer(
+                pol,
+                tools,
+                items,
+                config,
+                out,
+                library=library,
+                synthesize=synthesize,
+                synth_backend=synth_backend,
+            )
             result = trainer.train(resume=resume, on_step=on_step)
     if plot and (out / "metrics.jsonl").exists():
         try:
@@ -188,6 +281,8 @@ def train_cmd(
             console.print(f"[yellow]no plot:[/] {exc}")
     if not quiet:
         console.print(_train_table(history, result.seconds, backend))
+        if synthesize:
+            console.print(synthesis_table(out / "synthesis.jsonl"))
         console.print(f"model: {result.model_dir}  metrics: {out / 'metrics.jsonl'}")
 
 
@@ -205,7 +300,11 @@ def _train_table(history: list[dict[str, Any]], seconds: float, backend: str) ->
     table.add_column("first", justify="right")
     table.add_column("last", justify="right")
     head, tail = history[:SUMMARY_STEPS], history[-SUMMARY_STEPS:]
-    keys = [k for k in (history[-1] if history else {}) if k != "step" and not k.endswith("_frac")]
+    keys = [
+        k
+        for k in (history[-1] if history else {})
+        if k != "step" and not k.endswith("_frac") and not k.startswith(PER_TASK_PREFIXES)
+    ]
     for key in keys:
         a = [float(m[key]) for m in head if key in m]
         b = [float(m[key]) for m in tail if key in m]
@@ -227,9 +326,15 @@ def eval_cmd(
         ),
     ],
     data: Annotated[
-        str, typer.Option(help="'testbed' (held-out split) or a JSONL file.")
-    ] = "testbed",
-    n: Annotated[int, typer.Option(help="Problems to evaluate.")] = 500,
+        str | None,
+        typer.Option(
+            help="'testbed' or 'testbed-multi' (held-out splits) or a JSONL file (default: the "
+            "first policy's own)."
+        ),
+    ] = None,
+    n: Annotated[
+        int, typer.Option(help="Problems to evaluate (testbed-multi: per task family).")
+    ] = 500,
     seed: Annotated[int, typer.Option(help="Seed of the held-out problems.")] = 0,
     max_new_tokens: Annotated[int, typer.Option(help="Completion length limit.")] = 96,
     batch_size: Annotated[int, typer.Option(help="Prompts per generation batch.")] = 64,
@@ -246,13 +351,18 @@ def eval_cmd(
     """Greedy held-out accuracy and F1 with bootstrap 95% CIs; exact McNemar (Bonferroni)
     of every policy against the first."""
     _require_torch()
-    from rewardsmith.rl.evaluate import compare, evaluate_policy
+    from rewardsmith.rl.evaluate import by_task, compare, evaluate_policy, task_of
     from rewardsmith.rl.policies import load_policy
 
     torch_threads(threads)
-    items: list[Any] = (
-        list(testbed_eval_problems(n, seed)) if data == "testbed" else load_items(data, n)
-    )
+    data = data or default_data(policy[0])
+    items: list[Any]
+    if data == "testbed":
+        items = list(testbed_eval_problems(n, seed))
+    elif data == "testbed-multi":
+        items = list(multitask_eval_tasks(n, seed))
+    else:
+        items = load_items(data, n)
     results = []
     with progress_bar(console, quiet) as bar:
         for spec in policy:
@@ -275,6 +385,11 @@ def eval_cmd(
         "n": len(items),
         "seed": seed,
         "policies": [{"policy": r.name, **r.summary()} for r in results],
+        "tasks": {
+            r.name: {t: part.summary() for t, part in sorted(by_task(r).items())}
+            for r in results
+            if any(t is not None for t in r.tasks)
+        },
         "comparisons": [
             {"baseline": results[0].name, "policy": r.name, **t.to_dict()}
             for r, t in zip(results[1:], tests, strict=True)
@@ -295,6 +410,9 @@ def eval_cmd(
             for i, it in enumerate(items)
         ],
     }
+    for i, it in enumerate(items):
+        if task_of(it) is not None:
+            report["items"][i]["task"] = task_of(it)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=2) + "\n")
@@ -303,6 +421,8 @@ def eval_cmd(
         write_plot(plot_grpo_eval, report, output.with_suffix(".png"))
     if not quiet:
         console.print(_eval_table(report))
+        if report["tasks"]:
+            console.print(_task_table(report))
         if tests:
             console.print(_compare_table(report))
 
@@ -328,6 +448,23 @@ def _eval_table(report: dict[str, Any]) -> Table:
             f"{p['parseable']}/{p['n']}",
             f"{p['seconds']:.0f}",
         )
+    return table
+
+
+def _task_table(report: dict[str, Any]) -> Table:
+    """Accuracy per task (family) and policy, with bootstrap 95% CIs."""
+    table = Table(title="held-out accuracy per task [95% CI]")
+    table.add_column("task")
+    names = list(report["tasks"])
+    for name in names:
+        table.add_column(name, justify="right")
+    tasks = sorted({t for per in report["tasks"].values() for t in per})
+    for task in tasks:
+        cells = []
+        for name in names:
+            part = report["tasks"][name].get(task)
+            cells.append(_ci(part["accuracy"]) + f" (n={part['n']})" if part else "-")
+        table.add_row(task, *cells)
     return table
 
 

@@ -7,14 +7,27 @@ sample, as `rewardsmith score` does without `--tool`.
 Each tool scores the whole rollout batch once through a `Scorer`; the weighted sum follows
 the one rule of `rewardsmith.combine` (a `timeout` / `error` part counts 0, a part that does
 not apply is left out, an invalid reference makes the whole sum unscored). A completion whose
-sum is unscored (None) gets 0 as its GRPO reward and is counted in the metrics
-(`reward/total/not_scored_frac`). Every tool's mean and every component's mean are reported,
+sum is unscored (None) is marked in `ScoredBatch.valid` and counted in the metrics
+(`reward/total/not_scored_frac`); the trainer gives it 0 or leaves it out of the update
+(`GRPOConfig.skip_unscored`). Every tool's mean and every component's mean are reported,
 so composites such as `gsm8k_with_format` show their parts.
+
+**Growing the library** (`synthesize=True`, with the `router` reward): a task the library
+cannot grade is synthesized for from its first samples with references (CodeVerify, then the
+admission gate; `rewardsmith.synth.session`); until a tool is admitted its samples are
+unscored. Each synthesis is reported once, with the training step, in
+`ScoredBatch.admissions` and as a `train_synthesis` event in the library log.
+
+**Per-task metrics** (when the samples carry a task): `rewardsmith/<task>/<tool>/mean`, the
+mean reward of the task's samples each tool scored (the tool that actually scored them:
+under the router, the routed or synthesized tool, unversioned), and
+`rewardsmith/<task>/not_scored_frac`, the share of the task's samples left unscored.
 """
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +42,8 @@ from rewardsmith.types import Reward, RewardTool, Sample
 ToolRef = str | RewardTool
 #: The reward name that hands each sample to the router instead of a fixed tool.
 ROUTER = "router"
+#: How CodeVerify writes a synthesized verifier (`rewardsmith.synth.pipeline`).
+SYNTH_BACKENDS = ("offline", "llm")
 
 
 def parse_rewards(text: str) -> list[str]:
@@ -43,6 +58,38 @@ def tool_name(tool: ToolRef) -> str:
     return tool if isinstance(tool, str) else tool.spec.name
 
 
+def _is_router(tool: ToolRef) -> bool:
+    return isinstance(tool, str) and (tool == ROUTER or tool.startswith(ROUTER + ":"))
+
+
+def task_metric(task: str, tool: str, stat: str) -> str:
+    """`rewardsmith/<task>/<tool>/<stat>`: the per-task metric names (module docstring)."""
+    return f"rewardsmith/{task}/{tool}/{stat}"
+
+
+def task_metrics(
+    tasks: Sequence[str | None], by_tool: Sequence[Sequence[Reward]], valid: Sequence[bool]
+) -> dict[str, float]:
+    """Per task: each scoring tool's mean reward over the samples it scored, and the share
+    of the task's samples whose weighted sum is unscored."""
+    sums: dict[tuple[str, str], list[float]] = defaultdict(list)
+    counts: dict[str, list[bool]] = defaultdict(list)
+    for i, task in enumerate(tasks):
+        name = task or "-"
+        counts[name].append(valid[i])
+        for rewards in by_tool:
+            reward = rewards[i]
+            if reward.score is not None and reward.tool:
+                sums[(name, reward.tool.partition("@")[0])].append(reward.score)
+    out = {
+        task_metric(task, tool, "mean"): sum(values) / len(values)
+        for (task, tool), values in sorted(sums.items())
+    }
+    for task, flags in sorted(counts.items()):
+        out[f"rewardsmith/{task}/not_scored_frac"] = 1 - sum(flags) / len(flags)
+    return out
+
+
 @dataclass
 class ScoredBatch:
     """Rewards of one rollout batch: the weighted total per completion and what made it up."""
@@ -51,6 +98,10 @@ class ScoredBatch:
     per_tool: dict[str, list[float]]
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    #: False where the weighted sum is unscored (its `total` is 0.0 as a placeholder).
+    valid: list[bool] = field(default_factory=list)
+    #: Syntheses this batch ran (`RewardSet` docstring): one dict each.
+    admissions: list[dict[str, Any]] = field(default_factory=list)
 
     def audit_rows(
         self,
@@ -86,9 +137,21 @@ class RewardSet:
         weights: Sequence[float] | None = None,
         *,
         library: Library | str | Path | None = None,
+        synthesize: bool = False,
+        synth_backend: str = "offline",
     ) -> None:
         if not tools:
             raise ConfigError("GRPO needs at least one reward tool")
+        if synthesize and not any(_is_router(t) for t in tools):
+            raise ConfigError(
+                "synthesis needs the router: add 'router' to the rewards (--reward router)"
+            )
+        if synth_backend not in SYNTH_BACKENDS:
+            raise ConfigError(
+                f"synthesis backend must be one of {SYNTH_BACKENDS}, got {synth_backend!r}"
+            )
+        self.synthesize = synthesize
+        self.synth_backend = synth_backend
         if weights is not None and len(weights) != len(tools):
             raise ConfigError(f"{len(weights)} reward weights for {len(tools)} tools")
         names = [tool_name(t) for t in tools]
@@ -100,20 +163,36 @@ class RewardSet:
         self._owns_library = not isinstance(library, Library)
         self.library = library if isinstance(library, Library) else Library(library)
         self.scorers = [self._scorer(t) for t in tools]
+        self._reported = [0] * len(self.scorers)
 
     def _scorer(self, tool: ToolRef) -> Scorer:
-        if isinstance(tool, str) and (tool == ROUTER or tool.startswith(ROUTER + ":")):
+        if isinstance(tool, str) and _is_router(tool):
             backend = tool.partition(":")[2] or "embedded"
-            return Scorer(None, library=self.library, router=backend)
+            return Scorer(
+                None,
+                library=self.library,
+                router=backend,
+                synthesize=self.synthesize,
+                synth_backend=self.synth_backend,
+            )
         return Scorer(tool, library=self.library)
 
     def score(
-        self, prompts: Sequence[str], completions: Sequence[str], references: Sequence[str | None]
+        self,
+        prompts: Sequence[str],
+        completions: Sequence[str],
+        references: Sequence[str | None],
+        tasks: Sequence[str | None] | None = None,
+        *,
+        step: int | None = None,
     ) -> ScoredBatch:
+        """Score a rollout batch; `tasks` (one per completion) route the samples and split
+        the metrics by task; `step` is recorded with any synthesis this batch runs."""
         start = time.perf_counter()
+        task_list = list(tasks) if tasks is not None else [None] * len(completions)
         samples = [
-            Sample(completion=c, prompt=p, reference=r)
-            for p, c, r in zip(prompts, completions, references, strict=True)
+            Sample(completion=c, prompt=p, reference=r, task=t)
+            for p, c, r, t in zip(prompts, completions, references, task_list, strict=True)
         ]
         n = len(samples)
         per_tool: dict[str, list[float]] = {}
@@ -135,10 +214,37 @@ class RewardSet:
                 metrics[f"reward/{name}/{key}"] = mean
         combined = [combine(self._parts, [r[i] for r in by_tool]) for i in range(n)]
         total = [c.score if c.score is not None else 0.0 for c in combined]
-        unscored = sum(c.score is None for c in combined)
+        valid = [c.score is not None for c in combined]
+        unscored = n - sum(valid)
         if unscored:
             metrics["reward/total/not_scored_frac"] = unscored / n
-        return ScoredBatch(total, per_tool, metrics, time.perf_counter() - start)
+        if any(t is not None for t in task_list):
+            metrics.update(task_metrics(task_list, by_tool, valid))
+        admissions = self._new_syntheses(step)
+        return ScoredBatch(total, per_tool, metrics, time.perf_counter() - start, valid, admissions)
+
+    def _new_syntheses(self, step: int | None) -> list[dict[str, Any]]:
+        """Syntheses run since the last batch, each logged as a `train_synthesis` event."""
+        out: list[dict[str, Any]] = []
+        for k, scorer in enumerate(self.scorers):
+            done = scorer.synthesized
+            for outcome in done[self._reported[k] :]:
+                made_for = outcome.details.get("task") or outcome.details.get("signature")
+                record = {
+                    "step": step,
+                    "tool": outcome.stored_as,
+                    "task": made_for,
+                    "admitted": outcome.admitted,
+                    "method": outcome.method,
+                    "held_out_accuracy": outcome.report.accuracy,
+                    "held_out_auc": outcome.report.auc,
+                    "reason": outcome.reason,
+                }
+                detail = {k: v for k, v in record.items() if k != "tool"}
+                self.library.log_event("train_synthesis", outcome.stored_as, **detail)
+                out.append(record)
+            self._reported[k] = len(done)
+        return out
 
     def close(self) -> None:
         for scorer in self.scorers:
