@@ -131,7 +131,9 @@ def held_out(out: Path, settings: Settings) -> list[Any]:
     if path.exists():
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         return [Task(r["task"], r["prompt"], (), r["reference"]) for r in rows]
-    tasks = multitask_eval_tasks(settings.eval_per_family, 0)
+    from rewardsmith.rl.policies import PRESETS
+
+    tasks = multitask_eval_tasks(settings.eval_per_family, 0, PRESETS[settings.policy].sft_problems)
     with path.open("w", encoding="utf-8") as fh:
         for t in tasks:
             fh.write(
@@ -202,6 +204,9 @@ def static_rm(out: Path, settings: Settings, backbone: Path) -> Path:
             str(model),
             "--backbone",
             str(backbone),
+            # the testbed's tokenizer has no chat template: token windows of prompt and answer
+            "--input-format",
+            "pair",
             "--max-steps",
             str(settings.rm_steps),
             "--batch-size",
@@ -209,8 +214,9 @@ def static_rm(out: Path, settings: Settings, backbone: Path) -> Path:
             "--threads",
             str(settings.threads),
             "--save-every",
-            "0",
+            str(max(1, settings.rm_steps)),
             "--quiet",
+            "--no-register",  # the arm's own library gets it below, as `static_rm`
         ],
         check=True,
     )

@@ -32,9 +32,18 @@ EXAMPLES: dict[str, list[str]] = {
     "rm eval": ["rewardsmith rm eval -m out/rm -d pairs.jsonl -o out/rm_eval.json"],
     "grpo train": [
         "rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 200 "
-        "--out-dir out/grpo"
+        "--out-dir out/grpo",
+        "rewardsmith grpo train --policy testbed-multi --data examples/stream.jsonl --synthesize "
+        "--library out/library.db --steps 200 --out-dir out/loop",
     ],
-    "grpo eval": ["rewardsmith grpo eval -p testbed -p out/grpo/model -o out/grpo_eval.json"],
+    "grpo eval": [
+        "rewardsmith grpo eval -p testbed -p out/grpo/model -o out/grpo_eval.json",
+        "rewardsmith grpo eval -p testbed-multi --n 200 -o out/multi_eval.json",
+    ],
+    "grpo testbed": [
+        "rewardsmith grpo testbed --preset testbed-multi",
+        "rewardsmith grpo testbed --preset testbed --rebuild",
+    ],
     "route run": [
         "rewardsmith route examples/mixed.jsonl -o out/routed.jsonl",
         "rewardsmith route examples/mixed.jsonl -o out/routed.jsonl --backend llm "

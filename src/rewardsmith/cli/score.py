@@ -36,6 +36,7 @@ from rewardsmith.cli.common import (
     warn,
     warn_empty_input,
 )
+from rewardsmith.cli.growth import growth_table
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
 from rewardsmith.jsonl import (
     atomic_output,
@@ -142,6 +143,7 @@ def score(
         tool, mapping, lib, router=router, synthesize=synthesize, llm_fallback=use_fallback
     )
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
+    grown = None
     try:
         with atomic_output(output) as handle, progress_bar(err_console, quiet) as progress:
             task_id = progress.add_task("scoring", total=len(records))
@@ -153,11 +155,15 @@ def score(
                     key = (record.get("task") or "-", reward.tool or "-")
                     stats[key].add(reward, seconds)
                 progress.advance(task_id, len(chunk))
+        if synthesize:
+            grown = growth_table(scorer, lib, stats)
     finally:
         scorer.close()
         lib.close()
     if not quiet:
         console.print(_table(stats))
+        if grown is not None:
+            console.print(grown)
         console.print(f"wrote {len(records)} lines to {output}")
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tokenizers import Tokenizer, decoders, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, pre_tokenizers, processors, trainers
 from tokenizers.models import BPE
 from transformers import (
     LlamaConfig,
@@ -268,6 +268,11 @@ def train_tokenizer(config: TestbedConfig, texts: Sequence[str]) -> Any:
         ]
     )
     tok.decoder = decoders.ByteLevel()
+    if config.multitask:
+        # Offsets without the leading space, so a word's start is found where a word starts
+        # (`rm train` splits documents at word boundaries by these offsets). Not for the
+        # single-task testbed: its tokenizer file stays the one its recipe always made.
+        tok.post_processor = processors.ByteLevel(trim_offsets=True)
     trainer = trainers.BpeTrainer(
         vocab_size=config.vocab_size,
         special_tokens=list(SPECIAL_TOKENS),
