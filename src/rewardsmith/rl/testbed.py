@@ -21,8 +21,9 @@ The recipe:
 
 The same config (seed included), the same torch version and thread count give the same
 weights. Builds are cached under `$REWARDSMITH_HOME/testbed/<preset>-<hash>/`
-(`$REWARDSMITH_TESTBED_CACHE` overrides the folder); the default presets also ship with the
-package (`rl.shipped`), so a first run loads them instead of training.
+(`$REWARDSMITH_TESTBED_CACHE` overrides the folder); `testbed` also ships with the package
+(`rl.shipped`), so a first run loads it instead of training (`testbed-multi` is not shipped
+yet: a first run builds it, with progress).
 """
 
 from __future__ import annotations
@@ -133,17 +134,17 @@ TESTBED_TINY = TestbedConfig(
 TESTBED_MULTI = TestbedConfig(
     preset="testbed-multi",
     vocab_size=1024,
-    hidden_size=128,
-    num_layers=4,
+    hidden_size=96,
+    num_layers=3,
     num_heads=4,
-    intermediate_size=384,
+    intermediate_size=288,
     max_positions=256,
     tokenizer_problems=10_000,
     sft_problems=60_000,
     sft_steps=3_000,
     batch_size=64,
-    lr=2e-3,
-    warmup_steps=150,
+    lr=3e-3,
+    warmup_steps=100,
     eval_problems=200,
     families=M.MIX,
 )
