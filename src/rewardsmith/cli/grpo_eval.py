@@ -104,6 +104,7 @@ def eval_cmd(
             {
                 "question": it.question,
                 "reference": it.reference,
+                **({"task": task_of(it)} if task_of(it) is not None else {}),
                 **{
                     r.name: {
                         "completion": r.completions[i],
@@ -116,9 +117,6 @@ def eval_cmd(
             for i, it in enumerate(items)
         ],
     }
-    for i, it in enumerate(items):
-        if task_of(it) is not None:
-            report["items"][i]["task"] = task_of(it)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=2) + "\n")
