@@ -30,6 +30,8 @@ agreement with the oracle, PNG plots and OUT/report.md.
         --seeds 0 --eval-per-family 50                                      # one arm, reduced
     .venv/bin/python bench/rlar_multitask.py --out /tmp/rlar --tiny          # seconds (tests)
 
+`--policy` is a testbed preset or the folder of a finished testbed build (`testbed.json`).
+
 Finished arms are kept (OUT/arms/ARM@seedS/arm.json) and skipped when the command runs again.
 The run sets REWARDSMITH_HOME to OUT/home (its own library and model registry) unless --home.
 """
@@ -123,6 +125,21 @@ def write_stream(out: Path, settings: Settings) -> Path:
     return path
 
 
+def testbed_config(policy: str) -> Any:
+    """The testbed config of a preset, or of a finished testbed build's folder (its
+    `testbed.json`), e.g. a build with another recipe while the preset's is not made yet."""
+    from rewardsmith.rl.policies import PRESETS
+    from rewardsmith.rl.testbed import TESTBED_FILE, TestbedConfig
+
+    if policy in PRESETS:
+        return PRESETS[policy]
+    path = Path(policy) / TESTBED_FILE
+    if not path.is_file():
+        raise SystemExit(f"--policy {policy}: neither a testbed preset nor a testbed build folder")
+    fields = json.loads(path.read_text())["config"]
+    return TestbedConfig(**{**fields, "families": tuple(fields.get("families", ()))})
+
+
 def held_out(out: Path, settings: Settings) -> list[Any]:
     from rewardsmith.rl.families import Task
     from rewardsmith.rl.prompts import multitask_eval_tasks
@@ -131,9 +148,8 @@ def held_out(out: Path, settings: Settings) -> list[Any]:
     if path.exists():
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         return [Task(r["task"], r["prompt"], (), r["reference"]) for r in rows]
-    from rewardsmith.rl.policies import PRESETS
-
-    tasks = multitask_eval_tasks(settings.eval_per_family, 0, PRESETS[settings.policy].sft_problems)
+    sft = testbed_config(settings.policy).sft_problems
+    tasks = multitask_eval_tasks(settings.eval_per_family, 0, sft)
     with path.open("w", encoding="utf-8") as fh:
         for t in tasks:
             fh.write(
@@ -207,6 +223,10 @@ def static_rm(out: Path, settings: Settings, backbone: Path) -> Path:
             # the testbed's tokenizer has no chat template: token windows of prompt and answer
             "--input-format",
             "pair",
+            # problem / worked solution, split at the document's blank line: the random split
+            # finds no word boundary with the testbed's BPE (its offsets include the space)
+            "--split-mode",
+            "boundary",
             "--max-steps",
             str(settings.rm_steps),
             "--batch-size",
@@ -444,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch
 
-    from rewardsmith.rl.policies import PRESETS, load_policy
+    from rewardsmith.rl.policies import load_policy
 
     torch.set_num_threads(settings.threads)
     (out / "settings.json").write_text(
@@ -465,8 +485,12 @@ def main(argv: list[str] | None = None) -> int:
         from rewardsmith.rl.shipped import shipped_build
         from rewardsmith.rm.registry import register_trained
 
-        config = PRESETS[settings.policy]
-        backbone = shipped_build(config) or build_testbed(config)
+        config = testbed_config(settings.policy)
+        backbone = (
+            Path(settings.policy)
+            if Path(settings.policy).is_dir()
+            else shipped_build(config) or build_testbed(config)
+        )
         model = static_rm(out, settings, backbone)
         ctx["rm_library"] = out / STATIC_RM / "library.db"
         if not ctx["rm_library"].exists():
