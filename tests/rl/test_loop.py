@@ -158,3 +158,39 @@ def test_the_trl_backend_grows_the_library_too(tiny_multi: Path, tmp_path: Path)
     syntheses = _rows(tmp_path / "trl" / SYNTHESIS_FILE)
     assert any(s["task"] == "word_reversal" for s in syntheses)
     assert all(isinstance(s["step"], int) for s in syntheses)
+
+
+STREAM = Path(__file__).resolve().parents[2] / "examples" / "stream.jsonl"
+
+
+@pytest.mark.slow  # about a minute: the router's embedder, syntheses, 4 steps
+def test_the_cli_grows_the_library_on_the_bundled_stream(tiny_multi: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rewardsmith.cli.main import app
+
+    out, lib = tmp_path / "run", tmp_path / "lib.db"
+    args = ["grpo", "train", "--policy", str(tiny_multi), "--data", str(STREAM), "--synthesize"]
+    args += ["--library", str(lib), "--out-dir", str(out), "--steps", "4", "--quiet"]
+    args += ["--prompts-per-step", "16", "-G", "2", "--max-new-tokens", "8", "--lora-rank", "0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    syntheses = _rows(out / SYNTHESIS_FILE)
+    metrics = _rows(out / "metrics.jsonl")
+    # tasks no built-in grades got admitted tools during training, each with its step, and
+    # each is a library event
+    admitted = [s for s in syntheses if s["admitted"]]
+    assert {s["task"] for s in admitted} >= {"word_reversal"}
+    with Library(lib) as library:
+        events = [e for e in library.history() if e.kind == "train_synthesis"]
+    assert [(e.detail["task"], e.detail["step"]) for e in events] == [
+        (s["task"], s["step"]) for s in syntheses
+    ]
+    # samples with no tool yet were skipped and counted, never paid 0
+    skipped = [r for r in metrics if r["skipped_frac"] > 0]
+    assert skipped and all(
+        any(v > 0 for k, v in r.items() if k.endswith("/not_scored_frac")) for r in skipped
+    )
+    # per-task metrics every step
+    assert all(any(k.startswith("accuracy/") for k in r) for r in metrics)
+    assert metrics[-1]["library/admitted"] == len(admitted)
