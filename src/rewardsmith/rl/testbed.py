@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 TESTBED_FILE = "testbed.json"
 #: How a saved policy is prompted and read (`rl.policies`).
 POLICY_FILE = "rewardsmith_policy.json"
+#: The longest a build goes without a progress line (seconds).
+PROGRESS_EVERY_S = 30.0
 #: Overrides where testbed builds are cached (CI caches, slow tests reusing a build).
 TESTBED_CACHE_ENV = "REWARDSMITH_TESTBED_CACHE"
 # Bump when the build recipe changes in a way the config does not capture: old caches are
@@ -361,7 +363,7 @@ def warm_start(
     model.train()
     losses: list[float] = []
     running = 0.0
-    started = time.perf_counter()
+    started = last_said = time.perf_counter()
     for step in range(1, config.sft_steps + 1):
         batch = rng.sample(range(len(pairs)), min(config.batch_size, len(pairs)))
         index = torch.tensor(batch)
@@ -387,6 +389,15 @@ def warm_start(
                 f"warm start step {step}/{config.sft_steps}: loss {losses[-1]:.4f} "
                 f"({elapsed:.0f}s, about {left:.0f}s left)"
             )
+            last_said = time.perf_counter()
+        elif time.perf_counter() - last_said > PROGRESS_EVERY_S:
+            # on a busy CPU 100 steps take minutes: a line at least this often
+            elapsed = time.perf_counter() - started
+            left = elapsed / step * (config.sft_steps - step)
+            say(
+                f"warm start step {step}/{config.sft_steps} ({elapsed:.0f}s, about {left:.0f}s left)"
+            )
+            last_said = time.perf_counter()
     model.eval()
     return losses
 
