@@ -77,3 +77,27 @@ def test_one_command_trains_every_arm_and_writes_the_report(tmp_path: Path) -> N
     assert {c["b"] for c in results["comparisons"]} >= {"static_rm@seed0", "oracle@seed0"}
     routed = json.loads((out / "arms" / "routed@seed0" / "arm.json").read_text())
     assert routed["reward_seconds_per_step"] > 0 and routed["steps"] == 3
+
+
+@pytest.mark.slow
+def test_the_judge_arm_counts_its_tokens(tmp_path: Path) -> None:
+    from fake_llm import chat_body, fake_llm
+
+    out = tmp_path / "rlar"
+    usage = {"prompt_tokens": 90, "completion_tokens": 1}
+    models = (200, {"object": "list", "data": [{"id": "judge-model", "object": "model"}]})
+    with fake_llm([(200, chat_body("NO", usage))], models=models) as fake:
+        done = subprocess.run(
+            [sys.executable, str(BENCH / "rlar_multitask.py"), "--out", str(out), "--tiny"]
+            + ["--arms", "routed,judge", "--judge-url", fake.url],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    judge = json.loads((out / "arms" / "judge@seed0" / "arm.json").read_text())
+    assert judge["judge_usage"]["calls"] > 0
+    assert judge["judge_usage"]["prompt_tokens"] == 90 * judge["judge_usage"]["calls"]
+    results = json.loads((out / "results.json").read_text())
+    assert {c["b"] for c in results["comparisons"]} == {"judge@seed0"}
+    assert "judge" in (out / "report.md").read_text()
