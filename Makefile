@@ -20,7 +20,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/rewardsmith score examples/mixed.jsonl -o out/mixed.scored.jsonl --library out/library.db
+	$(BIN)/rewardsmith score examples/mixed.jsonl -o out/mixed.scored.jsonl --library out/library.db --synthesize
 
 # The reward server on 127.0.0.1:8000 (TOOL, PORT, ARGS to change: make serve TOOL=math).
 TOOL ?= gsm8k

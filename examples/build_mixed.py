@@ -309,6 +309,47 @@ def rg_builder(dataset: str) -> Callable[[Path, random.Random], Iterator[Line]]:
     return build
 
 
+# -- word_reversal: a task no built-in grades (plain-text references, no dataset entry) -------
+
+REVERSAL_STYLES = [
+    "<answer>{a}</answer>",
+    "Reversed, the list reads:\n{a}",
+    "The answer is {a}.",
+    "Final answer: {a}",
+]
+
+
+def build_word_reversal(data: Path, rng: random.Random) -> Iterator[Line]:
+    """reasoning-gym's `word_sequence_reversal` with the answer itself as the reference (not
+    the JSON entry the `reasoning_gym` tool reads): no built-in tool grades it, so `score
+    --synthesize` writes one (`make run`)."""
+    seed = rng.randrange(10_000)
+    dataset = "word_sequence_reversal"
+    entries = reasoning_gym.create_dataset(dataset, size=PER_TASK, seed=seed, max_words=5)
+    variants = plan(rng, {"reversed": 7, "not_reversed": 3, "word_dropped": 2})
+    for index, variant in enumerate(variants):
+        entry = entries[index]
+        gold = entry["answer"]
+        words = gold.split(", ")
+        if variant == "reversed":
+            answer = gold
+        elif variant == "not_reversed":
+            answer = ", ".join(reversed(words))
+        else:
+            answer = ", ".join(words[:-1])
+        completion = REVERSAL_STYLES[index % len(REVERSAL_STYLES)].format(a=answer)
+        expected = "correct" if answer == gold else "wrong"
+        source = {
+            "generator": f"reasoning_gym {reasoning_gym_version()}",
+            "dataset": dataset,
+            "seed": seed,
+            "size": PER_TASK,
+            "config": {"max_words": 5},
+            "index": index,
+        }
+        yield line("word_reversal", entry["question"], completion, gold, source, variant, expected)
+
+
 def reasoning_gym_version() -> str:
     from importlib.metadata import version
 
@@ -323,6 +364,7 @@ BUILDERS: dict[str, Callable[[Path, random.Random], Iterator[Line]]] = {
     "translation": build_translation,
     "rg_basic_arithmetic": rg_builder("basic_arithmetic"),
     "rg_letter_counting": rg_builder("letter_counting"),
+    "word_reversal": build_word_reversal,
 }
 
 

@@ -26,6 +26,7 @@ TASKS = {
     "translation",
     "rg_basic_arithmetic",
     "rg_letter_counting",
+    "word_reversal",
 }
 EXPECTED = {"correct", "wrong", "partial"}
 
@@ -92,3 +93,36 @@ def test_builder_reproduces_the_checked_in_file(tmp_path: Path) -> None:
     out = tmp_path / "mixed.jsonl"
     module.main(["--data", str(SHARED_DATA), "--out", str(out)])
     assert out.read_text(encoding="utf-8") == MIXED.read_text(encoding="utf-8")
+
+
+def test_the_task_no_built_in_grades_has_plain_answers_as_references() -> None:
+    items = [item for item in load() if item["task"] == "word_reversal"]
+    assert len(items) == 12
+    for item in items:
+        # the answer itself, not the reasoning-gym entry the `reasoning_gym` tool reads
+        assert not item["reference"].lstrip().startswith("{"), item["id"]
+        assert item["meta"]["source"]["dataset"] == "word_sequence_reversal"
+        right = item["meta"]["expected"] == "correct"
+        assert (item["reference"] in item["completion"]) is right, item["id"]
+
+
+STREAM = REPO / "examples" / "stream.jsonl"
+
+
+def test_the_training_stream_is_the_multi_task_rl_split(tmp_path: Path) -> None:
+    from rewardsmith.rl.families import FAMILIES
+
+    rows = [json.loads(line) for line in STREAM.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 400 and {r["task"] for r in rows} == set(FAMILIES)
+    for row in rows:
+        assert FAMILIES[row["task"]].correct(row["reference"], row["reference"])
+    spec = importlib.util.spec_from_file_location(
+        "build_stream", REPO / "examples" / "build_stream.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--out", str(tmp_path / "stream.jsonl")])
+    assert (tmp_path / "stream.jsonl").read_text(encoding="utf-8") == STREAM.read_text(
+        encoding="utf-8"
+    )

@@ -31,6 +31,7 @@ from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
 if TYPE_CHECKING:
     from rewardsmith.router import Decision, Router
+    from rewardsmith.synth.admission import SynthOutcome
     from rewardsmith.synth.session import SynthesisSession
 
 log = logging.getLogger(__name__)
@@ -124,13 +125,15 @@ class Scorer:
         router: Router | str | None = None,
         synthesize: bool = False,
         llm_fallback: bool = True,
+        synth_backend: str = "offline",
     ) -> None:
         """`router`: a `Router`, or a backend name ("embedded", "llm", "rules") for the router
         built on first use; the router is used only when neither `tool` nor `task_map` is
         given (default backend: "embedded"). `synthesize`: samples the router sends to
         "synthesize" get a synthesized, gated tool (see `rewardsmith.synth.session`).
         `llm_fallback=False`: a router built here with the "llm" backend is strict (an
-        endpoint that cannot be used raises instead of falling back, `rewardsmith.router.llm`)."""
+        endpoint that cannot be used raises instead of falling back, `rewardsmith.router.llm`).
+        `synth_backend`: how CodeVerify writes a synthesized verifier, `offline` or `llm`."""
         self._owns_library = not isinstance(library, Library)
         self.library = library if isinstance(library, Library) else Library(library)
         self.default = self._resolve(tool) if tool is not None else None
@@ -149,7 +152,7 @@ class Scorer:
             # synth loads math-verify and sympy (about a second): only when it is asked for.
             from rewardsmith.synth.session import SynthesisSession
 
-            self._synthesis = SynthesisSession(self.library)
+            self._synthesis = SynthesisSession(self.library, backend=synth_backend)
 
     def _resolve(self, tool: str | RewardTool) -> RewardTool:
         return tool if isinstance(tool, RewardTool) else self.library.get(tool)
@@ -158,6 +161,12 @@ class Scorer:
         if sample.task is not None and sample.task in self.by_task:
             return self.by_task[sample.task]
         return self.default
+
+    @property
+    def synthesized(self) -> list[SynthOutcome]:
+        """Every synthesis this scorer ran, in order (admitted or not); empty without
+        `synthesize=True`."""
+        return list(self._synthesis.outcomes) if self._synthesis else []
 
     @property
     def routing(self) -> bool:

@@ -53,6 +53,7 @@ RUN_ORDER = [
     "grpo",
     "grpo train",
     "grpo eval",
+    "grpo testbed",
     "report",
     "search",
     "search run",

@@ -16,3 +16,15 @@ def tiny_testbed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     torch.set_num_threads(2)
     return build_testbed(TESTBED_TINY, cache_dir=tmp_path_factory.mktemp("testbed"))
+
+
+@pytest.fixture(scope="session")
+def tiny_multi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The multi-task testbed's pipeline at test size (seven families, six styles)."""
+    pytest.importorskip("torch")
+    import torch
+
+    from rewardsmith.rl.policies import TESTBED_MULTI_TINY, build_testbed
+
+    torch.set_num_threads(2)
+    return build_testbed(TESTBED_MULTI_TINY, cache_dir=tmp_path_factory.mktemp("testbed_multi"))

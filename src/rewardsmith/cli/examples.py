@@ -82,11 +82,15 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "grpo train": [
         "rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 20 "
-        f"--log-completions-every 5 --out-dir out/grpo {LIB}"
+        f"--log-completions-every 5 --out-dir out/grpo {LIB}",
+        # a task stream: tasks the library cannot grade get synthesized tools while it trains
+        "rewardsmith grpo train --policy testbed --data examples/stream.jsonl --synthesize "
+        f"--steps 4 --out-dir out/loop {LIB}",
     ],
     "grpo eval": [
         "rewardsmith grpo eval -p testbed -p out/grpo/model --n 100 -o out/grpo/eval.json"
     ],
+    "grpo testbed": ["rewardsmith grpo testbed --preset testbed"],
     "route run": [
         f"rewardsmith route examples/mixed.jsonl -o out/routed.jsonl {LIB}",
         f"rewardsmith route examples/mixed.jsonl -o out/routed_rules.jsonl --backend rules {LIB}",

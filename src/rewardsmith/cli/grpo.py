@@ -8,25 +8,28 @@ from __future__ import annotations
 
 import json
 import statistics
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    Progress,
-    TaskID,
-)
 from rich.table import Table
 from rich.text import Text
 
-from rewardsmith.cli.common import LibraryOption, progress_bar, warn_long_warmup, write_plot
+from rewardsmith.cli.common import (
+    LibraryOption,
+    LLMKeyOption,
+    LLMModelOption,
+    LLMUrlOption,
+    apply_llm_flags,
+    progress_bar,
+    warn_long_warmup,
+)
+from rewardsmith.cli.grpo_common import default_data, require_torch
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.errors import ConfigError, MissingDependencyError
-from rewardsmith.files import atomic_write
 from rewardsmith.models.loading import torch_threads
 from rewardsmith.report.grpo_plot import plot_metrics
-from rewardsmith.rl.prompts import load_items, testbed_eval_problems
+from rewardsmith.rl.prompts import load_items
 
 app = typer.Typer(
     help="GRPO on rewardsmith rewards: train a policy, evaluate checkpoints.",
@@ -36,14 +39,31 @@ console = PlainConsole()
 
 # The final table averages the last steps: one step's numbers are noisy with few prompts.
 SUMMARY_STEPS = 10
+# Per-task metrics stay in metrics.jsonl: the table would be too long.
+PER_TASK_PREFIXES = ("rewardsmith/", "accuracy/")
 
 
-def _require_torch() -> None:
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError("torch transformers", "rl") from exc
+def synthesis_table(path: Path) -> Table:
+    """The tools synthesized during a run (OUT/synthesis.jsonl): step, task, verdict."""
+    table = Table(title="library growth during training")
+    for col in ("step", "task", "tool", "admitted", "held-out acc", "reason"):
+        table.add_column(col, justify="right" if col in ("step", "held-out acc") else "left")
+    rows = []
+    if path.exists():
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for r in rows:
+        acc = r.get("held_out_accuracy")
+        table.add_row(
+            str(r.get("step")),
+            str(r.get("task") or "-"),
+            str(r.get("tool")),
+            "yes" if r.get("admitted") else "no",
+            "-" if acc is None else f"{acc:.3f}",
+            str(r.get("reason") or "")[:60],
+        )
+    if not rows:
+        table.caption = "no task needed a new tool"
+    return table
 
 
 def _floats(text: str | None) -> tuple[float, ...] | None:
@@ -61,18 +81,31 @@ def train_cmd(
         Path, typer.Option("--out-dir", "--out", help="Run folder (metrics, checkpoints, model).")
     ],
     policy: Annotated[
-        str, typer.Option(help="testbed, testbed-tiny, smollm2, or a model folder.")
+        str,
+        typer.Option(
+            help="testbed, testbed-multi (7 task families), testbed-tiny, smollm2, or a model "
+            "folder."
+        ),
     ] = "testbed",
     reward: Annotated[
-        str, typer.Option(help="Reward tool(s), comma-separated: gsm8k,format_tags.")
-    ] = "gsm8k,format_tags",
+        str | None,
+        typer.Option(
+            help="Reward tool(s), comma-separated: gsm8k,format_tags; 'router' routes each "
+            "sample (default: router with --synthesize, else gsm8k,format_tags)."
+        ),
+    ] = None,
     reward_weights: Annotated[
         str | None, typer.Option(help="Weights of the reward tools, comma-separated.")
     ] = None,
     steps: Annotated[int, typer.Option(help="Optimizer steps (rollout batches).")] = 200,
     data: Annotated[
-        str, typer.Option(help="Prompts: 'testbed' or a JSONL file (question + answer).")
-    ] = "testbed",
+        str | None,
+        typer.Option(
+            help="Prompts: 'testbed', 'testbed-multi', or a JSONL file (question or prompt, "
+            "reference or answer, optional task). Default: the policy's own ('testbed-multi' "
+            "for testbed-multi, else 'testbed')."
+        ),
+    ] = None,
     n_prompts: Annotated[int | None, typer.Option(help="Use the first N prompts.")] = None,
     prompts_per_step: Annotated[int, typer.Option(help="Prompts per step.")] = 8,
     group_size: Annotated[
@@ -117,11 +150,34 @@ def train_cmd(
             "OUT/completions.jsonl (for a reward-hacking audit; 0: never)."
         ),
     ] = 0,
+    synthesize: Annotated[
+        bool,
+        typer.Option(
+            "--synthesize",
+            help="Grow the library while training: a task the library cannot grade gets a "
+            "synthesized, gated tool from its first samples; until then its samples are skipped.",
+        ),
+    ] = False,
+    synth_backend: Annotated[
+        str,
+        typer.Option(
+            help="How --synthesize writes a verifier: offline (composed) or llm (--llm-url). "
+            "Named so because --backend is the trainer."
+        ),
+    ] = "offline",
+    llm_url: LLMUrlOption = None,
+    llm_model: LLMModelOption = None,
+    llm_key: LLMKeyOption = None,
     library: LibraryOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl."""
-    _require_torch()
+    """Train a policy with GRPO on rewardsmith rewards; metrics go to OUT/metrics.jsonl.
+
+    With --synthesize, the library grows during training: tasks it cannot grade are
+    synthesized for (OUT/synthesis.jsonl, library events with the step), and per-task
+    metrics rewardsmith/TASK/TOOL/mean are logged."""
+    require_torch()
+    apply_llm_flags(llm_url, llm_model, llm_key)
     from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
     from rewardsmith.rl.policies import load_policy
     from rewardsmith.rl.rewards import parse_rewards
@@ -157,11 +213,12 @@ def train_cmd(
         save_every=save_every,
         time_limit_s=time_limit * 60 if time_limit else None,
         log_completions_every=log_completions_every,
+        skip_unscored=synthesize,
     )
-    tools = parse_rewards(reward)
+    tools = parse_rewards(reward or ("router" if synthesize else "gsm8k,format_tags"))
     with console.status(f"loading policy {policy}...", spinner="dots") if not quiet else _Null():
         pol = load_policy(policy, device=device, progress=None if quiet else console.log)
-    items = load_items(data, n_prompts, seed)
+    items = load_items(data or default_data(policy), n_prompts, seed)
     history: list[dict[str, Any]] = []
     with progress_bar(console, quiet) as bar:
         task = bar.add_task("GRPO", total=steps)
@@ -179,10 +236,28 @@ def train_cmd(
             from rewardsmith.rl.trl_backend import train_trl
 
             result = train_trl(
-                pol, tools, items, config, out, library=library, resume=resume, on_step=on_step
+                pol,
+                tools,
+                items,
+                config,
+                out,
+                library=library,
+                resume=resume,
+                on_step=on_step,
+                synthesize=synthesize,
+                synth_backend=synth_backend,
             )
         else:
-            trainer = GRPOTrainer(pol, tools, items, config, out, library=library)
+            trainer = GRPOTrainer(
+                pol,
+                tools,
+                items,
+                config,
+                out,
+                library=library,
+                synthesize=synthesize,
+                synth_backend=synth_backend,
+            )
             result = trainer.train(resume=resume, on_step=on_step)
     if plot and (out / "metrics.jsonl").exists():
         try:
@@ -191,6 +266,8 @@ def train_cmd(
             console.print(Text.assemble(("no plot:", "yellow"), f" {exc}"))
     if not quiet:
         console.print(_train_table(history, result.seconds, backend))
+        if synthesize:
+            console.print(synthesis_table(out / "synthesis.jsonl"))
         console.print(f"model: {result.model_dir}  metrics: {out / 'metrics.jsonl'}")
 
 
@@ -208,7 +285,11 @@ def _train_table(history: list[dict[str, Any]], seconds: float, backend: str) ->
     table.add_column("first", justify="right")
     table.add_column("last", justify="right")
     head, tail = history[:SUMMARY_STEPS], history[-SUMMARY_STEPS:]
-    keys = [k for k in (history[-1] if history else {}) if k != "step" and not k.endswith("_frac")]
+    keys = [
+        k
+        for k in (history[-1] if history else {})
+        if k != "step" and not k.endswith("_frac") and not k.startswith(PER_TASK_PREFIXES)
+    ]
     for key in keys:
         a = [float(m[key]) for m in head if key in m]
         b = [float(m[key]) for m in tail if key in m]
@@ -218,128 +299,9 @@ def _train_table(history: list[dict[str, Any]], seconds: float, backend: str) ->
     return table
 
 
-@app.command("eval")
-def eval_cmd(
-    policy: Annotated[
-        list[str],
-        typer.Option(
-            "--policy",
-            "-p",
-            help="Policy (repeatable): testbed, smollm2 or a model folder; the first is the "
-            "baseline the others are compared with.",
-        ),
-    ],
-    data: Annotated[
-        str, typer.Option(help="'testbed' (held-out split) or a JSONL file.")
-    ] = "testbed",
-    n: Annotated[int, typer.Option(help="Problems to evaluate.")] = 500,
-    seed: Annotated[int, typer.Option(help="Seed of the held-out problems.")] = 0,
-    max_new_tokens: Annotated[int, typer.Option(help="Completion length limit.")] = 96,
-    batch_size: Annotated[int, typer.Option(help="Prompts per generation batch.")] = 64,
-    answer: Annotated[
-        str | None, typer.Option(help="solution (strict tags) or gsm8k (final number).")
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write results (per item too) as JSON.")
-    ] = None,
-    device: Annotated[str, typer.Option(help="cpu, cuda...")] = "cpu",
-    threads: Annotated[int | None, typer.Option(help="torch CPU threads.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or table.")] = False,
-) -> None:
-    """Greedy held-out accuracy and F1 with bootstrap 95% CIs; exact McNemar (Bonferroni)
-    of every policy against the first."""
-    _require_torch()
-    from rewardsmith.rl.evaluate import compare, evaluate_policy
-    from rewardsmith.rl.policies import load_policy
+# Registered here so `rewardsmith grpo --help` lists them after train.
+from rewardsmith.cli.grpo_eval import eval_cmd  # noqa: E402
+from rewardsmith.cli.grpo_testbed import testbed_cmd  # noqa: E402
 
-    torch_threads(threads)
-    items: list[Any] = (
-        list(testbed_eval_problems(n, seed)) if data == "testbed" else load_items(data, n)
-    )
-    results = []
-    with progress_bar(console, quiet) as bar:
-        for spec in policy:
-            pol = load_policy(spec, device=device)
-            pol.name = spec
-            task = bar.add_task(f"eval {spec}", total=len(items))
-            results.append(
-                evaluate_policy(
-                    pol,
-                    items,
-                    answer_format=answer,  # type: ignore[arg-type]
-                    max_new_tokens=max_new_tokens,
-                    batch_size=batch_size,
-                    progress=partial(_advance, bar, task),
-                )
-            )
-    tests = compare(results[0], results[1:])
-    report = {
-        "data": data,
-        "n": len(items),
-        "seed": seed,
-        "policies": [{"policy": r.name, **r.summary()} for r in results],
-        "comparisons": [
-            {"baseline": results[0].name, "policy": r.name, **t.to_dict()}
-            for r, t in zip(results[1:], tests, strict=True)
-        ],
-        "items": [
-            {
-                "question": it.question,
-                "reference": it.reference,
-                **{
-                    r.name: {
-                        "completion": r.completions[i],
-                        "correct": r.correct[i],
-                        "parseable": r.parseable[i],
-                    }
-                    for r in results
-                },
-            }
-            for i, it in enumerate(items)
-        ],
-    }
-    if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(output, json.dumps(report, indent=2) + "\n")
-        from rewardsmith.report.eval_plots import plot_grpo_eval
-
-        write_plot(plot_grpo_eval, report, output.with_suffix(".png"))
-    if not quiet:
-        console.print(_eval_table(report))
-        if tests:
-            console.print(_compare_table(report))
-
-
-def _advance(bar: Progress, task: TaskID, k: int) -> None:
-    bar.advance(task, k)
-
-
-def _ci(d: dict[str, float]) -> str:
-    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
-
-
-def _eval_table(report: dict[str, Any]) -> Table:
-    table = Table(title=f"held-out {report['data']} (n={report['n']}, greedy, 95% bootstrap CI)")
-    for col in ("policy", "accuracy", "F1", "precision", "parseable", "seconds"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for p in report["policies"]:
-        table.add_row(
-            p["policy"],
-            _ci(p["accuracy"]),
-            _ci(p["f1"]),
-            f"{p['precision']:.3f}",
-            f"{p['parseable']}/{p['n']}",
-            f"{p['seconds']:.0f}",
-        )
-    return table
-
-
-def _compare_table(report: dict[str, Any]) -> Table:
-    table = Table(title="exact McNemar vs the first policy (Bonferroni-corrected)")
-    for col in ("policy", "only baseline right", "only policy right", "p", "p (Bonferroni)"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for c in report["comparisons"]:
-        table.add_row(
-            c["policy"], str(c["b"]), str(c["c"]), f"{c['p_value']:.3g}", f"{c['p_bonferroni']:.3g}"
-        )
-    return table
+app.command("eval")(eval_cmd)
+app.command("testbed")(testbed_cmd)

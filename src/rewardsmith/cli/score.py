@@ -35,6 +35,7 @@ from rewardsmith.cli.common import (
     warn,
     warn_empty_input,
 )
+from rewardsmith.cli.growth import growth_table
 from rewardsmith.cli.serve import LOCAL_RAY, RayOption
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.jsonl import (
@@ -146,6 +147,7 @@ def score(
         tool, mapping, lib, router=router, synthesize=synthesize, llm_fallback=use_fallback
     )
     stats: dict[tuple[str, str], GroupStats] = defaultdict(GroupStats)
+    grown = None
     try:
         with atomic_output(output) as handle, progress_bar(err_console, quiet) as progress:
             task_id = progress.add_task("scoring", total=len(records))
@@ -157,6 +159,8 @@ def score(
                     key = (record.get("task") or "-", reward.tool or "-")
                     stats[key].add(reward, seconds)
                 progress.advance(task_id, len(chunk))
+        if synthesize:
+            grown = growth_table(scorer, lib, stats)
     finally:
         scorer.close()
         lib.close()
@@ -164,6 +168,8 @@ def score(
         console.print(_table(stats))
         for note in not_scored_notes(stats):
             console.print(note, highlight=False, soft_wrap=True)
+        if grown is not None:
+            console.print(grown)
         console.print(f"wrote {len(records)} lines to {output}")
 
 

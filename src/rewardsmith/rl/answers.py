@@ -8,8 +8,13 @@ Two ways to read the answer (`AnswerFormat`):
   answer. This is the format the search-driven paper trains for.
 - `"gsm8k"`: the final number by the `gsm8k` tool's rule (`#### N`, `\\boxed{}`, "the answer
   is", else the last number), for policies that do not use tags (SmolLM2 out of the box).
+- `"family"` (the multi-task testbed's): the final answer in any style (`rl.styles`: tags,
+  `\\boxed{}`, "the answer is", "Final answer:", `####`, else the last line; a hedge has
+  none), graded by the item's task family's own rule (`rl.families`). An item whose task is
+  no family's is right when the answer equals the reference exactly (spaces and case aside).
 
-A parseable answer is correct when it equals the reference number (`gsm8k.numbers_equal`).
+With `solution` and `gsm8k`, a parseable answer is correct when it equals the reference
+number (`gsm8k.numbers_equal`).
 Pure Python: no torch import.
 """
 
@@ -23,8 +28,8 @@ from typing import Literal
 from rewardsmith.errors import ConfigError
 from rewardsmith.tools.gsm8k import extract_number, numbers_equal, numbers_in
 
-AnswerFormat = Literal["solution", "gsm8k"]
-ANSWER_FORMATS: tuple[AnswerFormat, ...] = ("solution", "gsm8k")
+AnswerFormat = Literal["solution", "gsm8k", "family"]
+ANSWER_FORMATS: tuple[AnswerFormat, ...] = ("solution", "gsm8k", "family")
 TAGS = ("thinking", "solution")
 
 
@@ -52,7 +57,8 @@ def solution_blocks(completion: str) -> list[str]:
 
 
 def extract_answer(completion: str, fmt: AnswerFormat = "solution") -> Fraction | None:
-    """The completion's numeric answer under `fmt`, or None when it has none."""
+    """The completion's numeric answer under `fmt` (`solution` or `gsm8k`), or None when it
+    has none."""
     if fmt == "gsm8k":
         value = extract_number(completion)
         return value if isinstance(value, Fraction) else None  # a hedge is no one answer
@@ -80,9 +86,28 @@ def parse_reference(reference: str) -> Fraction:
     return value
 
 
-def judge(completion: str, reference: str, fmt: AnswerFormat = "solution") -> Judged:
-    """Is the completion's answer parseable, and is it correct?"""
+def judge(
+    completion: str, reference: str, fmt: AnswerFormat = "solution", task: str | None = None
+) -> Judged:
+    """Is the completion's answer parseable, and is it correct? (`task`: the item's task
+    family, read by the `family` format.)"""
+    if fmt == "family":
+        return judge_family(completion, reference, task)
     answer = extract_answer(completion, fmt)
     if answer is None:
         return Judged(False, False)
     return Judged(True, numbers_equal(answer, parse_reference(reference)))
+
+
+def judge_family(completion: str, reference: str, task: str | None) -> Judged:
+    """The `family` format: any style's final answer, graded by the task family's rule."""
+    from rewardsmith.rl.families import FAMILIES
+    from rewardsmith.rl.styles import final_answer
+
+    grader = FAMILIES.get(task or "")
+    answer = final_answer(completion, words=grader is not None and grader.kind == "word_list")
+    if answer is None:
+        return Judged(False, False)
+    if grader is not None:
+        return Judged(True, grader.correct(answer, reference))
+    return Judged(True, " ".join(answer.lower().split()) == " ".join(reference.lower().split()))

@@ -31,6 +31,18 @@ class Rollout:
     def lengths(self) -> torch.Tensor:
         return self.completion_mask.sum(dim=1)
 
+    def select(self, rows: torch.Tensor) -> Rollout:
+        """The rollout restricted to `rows` (indices), in that order."""
+        keep = rows.tolist()
+        return Rollout(
+            self.prompt_ids[rows],
+            self.prompt_mask[rows],
+            self.completion_ids[rows],
+            self.completion_mask[rows],
+            [self.texts[i] for i in keep],
+            self.truncated[rows],
+        )
+
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], device: Any = "cpu") -> Any:
     enc = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False).to(

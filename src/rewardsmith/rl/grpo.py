@@ -52,7 +52,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +73,10 @@ from rewardsmith.models.checkpoints import (
     truncate_metrics,
     writing_checkpoint,
 )
-from rewardsmith.rl.answers import ANSWER_FORMATS, AnswerFormat, judge
+from rewardsmith.rl.answers import AnswerFormat, judge
 from rewardsmith.rl.generation import Rollout, generate, token_logprobs
+from rewardsmith.rl.grpo_config import GRPOConfig
 from rewardsmith.rl.grpo_math import (
-    LOSS_TYPES,
-    LossType,
     batch_indices,
     clipped_objective,
     group_advantages,
@@ -94,72 +93,21 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "grpo_config.json"
 SUMMARY_FILE = "summary.json"
 COMPLETIONS_FILE = "completions.jsonl"
+SYNTHESIS_FILE = "synthesis.jsonl"
 MODEL_DIR = "model"
 
 
-@dataclass(frozen=True)
-class GRPOConfig:
-    """Everything that decides a GRPO run (written to `OUT/grpo_config.json`)."""
-
-    steps: int = 200
-    prompts_per_step: int = 8
-    group_size: int = 8
-    max_new_tokens: int = 64
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    lr: float = 1e-4
-    weight_decay: float = 0.0
-    warmup_steps: int = 0
-    epsilon: float = 0.2
-    epsilon_high: float | None = None
-    beta: float = 0.0
-    scale_rewards: bool = True
-    loss_type: LossType = "dapo"
-    num_iterations: int = 1
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
-    lora_rank: int = 32
-    lora_alpha: int = 64
-    lora_dropout: float = 0.0
-    reward_weights: tuple[float, ...] | None = None
-    answer_format: AnswerFormat | None = None
-    seed: int = 0
-    save_every: int = 0
-    keep_checkpoints: int = 2
-    time_limit_s: float | None = None
-    #: Every N steps, write that step's completions with their rewards to completions.jsonl
-    #: (0: never): what a reward-hacking audit reads.
-    log_completions_every: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "prompts_per_step", "group_size", "max_new_tokens"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.group_size < 2:
-            raise ConfigError("group_size must be >= 2: advantages compare completions in a group")
-        if self.loss_type not in LOSS_TYPES:
-            raise ConfigError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
-        if self.answer_format is not None and self.answer_format not in ANSWER_FORMATS:
-            raise ConfigError(f"answer_format must be one of {ANSWER_FORMATS}")
-        if self.num_iterations < 1 or self.grad_accum < 1:
-            raise ConfigError("num_iterations and grad_accum must be >= 1")
-        if self.grad_accum > self.prompts_per_step * self.group_size:
-            raise ConfigError("grad_accum cannot exceed the completions per step")
-        if self.lora_rank < 0 or self.beta < 0 or self.epsilon <= 0 or self.temperature <= 0:
-            raise ConfigError("lora_rank and beta must be >= 0; epsilon, temperature > 0")
-        if self.log_completions_every < 0:
-            raise ConfigError("log_completions_every must be >= 0")
-
-    @property
-    def clip_high(self) -> float:
-        return self.epsilon if self.epsilon_high is None else self.epsilon_high
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 # -- the trainer --------------------------------------------------------------------------------
+
+
+def task_accuracy(tasks: Sequence[str | None], verdicts: Sequence[Any]) -> dict[str, float]:
+    """`accuracy/<task>` per task of the batch (strict accuracy of its completions)."""
+    if all(t is None for t in tasks):
+        return {}
+    by: dict[str, list[bool]] = {}
+    for task, verdict in zip(tasks, verdicts, strict=True):
+        by.setdefault(task or "-", []).append(verdict.correct)
+    return {f"accuracy/{t}": sum(v) / len(v) for t, v in sorted(by.items())}
 
 
 @dataclass
@@ -184,7 +132,11 @@ class GRPOTrainer:
         out: str | Path,
         *,
         library: Library | str | Path | None = None,
+        synthesize: bool = False,
+        synth_backend: str = "offline",
     ) -> None:
+        """`synthesize`: the `router` reward synthesizes a tool for a task the library
+        cannot grade (see `rl.rewards`); syntheses go to `OUT/synthesis.jsonl`."""
         if not items:
             raise InputError("GRPO needs at least one training prompt")
         self.policy = policy
@@ -205,7 +157,14 @@ class GRPOTrainer:
         # The schedule TRL's backend gets too (`lr_scheduler_type="constant_with_warmup"`).
         self.scheduler = get_constant_schedule_with_warmup(self.optimizer, config.warmup_steps)
         # Last: the reward tools hold processes and connections that `close()` releases.
-        self.reward = RewardSet(rewards, config.reward_weights, library=library)
+        self.reward = RewardSet(
+            rewards,
+            config.reward_weights,
+            library=library,
+            synthesize=synthesize,
+            synth_backend=synth_backend,
+        )
+        self.syntheses: list[dict[str, Any]] = []
 
     def _wrap(self, model: Any) -> Any:
         cfg = self.config
@@ -252,20 +211,27 @@ class GRPOTrainer:
         flat_prompts = [p for p in prompts for _ in range(g)]
         references = [it.reference for it in chosen for _ in range(g)]
         tasks = [it.task for it in chosen for _ in range(g)]
-        scored = self.reward.score(flat_prompts, rollout.texts, references, tasks)
+        scored = self.reward.score(flat_prompts, rollout.texts, references, tasks, step=self.step)
         t2 = time.perf_counter()
         rewards = torch.tensor(scored.total)
-        advantages = group_advantages(rewards, g, cfg.scale_rewards)
-        update = self._update(rollout, advantages)
+        valid = torch.tensor(scored.valid, dtype=torch.bool)
+        skip = cfg.skip_unscored and not bool(valid.all())
+        advantages = group_advantages(rewards, g, cfg.scale_rewards, valid if skip else None)
+        if skip:
+            keep = valid.nonzero().squeeze(1)
+            update = self._update(rollout.select(keep), advantages[keep]) if len(keep) else {}
+        else:
+            update = self._update(rollout, advantages)
         t3 = time.perf_counter()
         verdicts = [
-            judge(t, r, self.answer_format) for t, r in zip(rollout.texts, references, strict=True)
+            judge(t, r, self.answer_format, task)
+            for t, r, task in zip(rollout.texts, references, tasks, strict=True)
         ]
         lengths = rollout.lengths.float()
         group_std = rewards.view(-1, g).std(dim=1, unbiased=False)
         metrics: dict[str, Any] = {
             "step": self.step,
-            "loss": update["loss"],
+            "loss": update.get("loss", 0.0),
             "reward": float(rewards.mean()),
             "reward_std": float(rewards.std(unbiased=False)),
             **scored.metrics,
@@ -276,8 +242,8 @@ class GRPOTrainer:
             "completion_length_max": float(lengths.max()),
             "truncated": float(rollout.truncated.float().mean()),
             "zero_std_groups": float((group_std < 1e-8).float().mean()),
-            "clip_frac": update["clip_frac"],
-            "grad_norm": update["grad_norm"],
+            "clip_frac": update.get("clip_frac", 0.0),
+            "grad_norm": update.get("grad_norm", 0.0),
             "lr": self.scheduler.get_last_lr()[0],
             "time/generate": t1 - t0,
             "time/reward": t2 - t1,
@@ -286,7 +252,16 @@ class GRPOTrainer:
             "reward_share": (t2 - t1) / max(t3 - t0, 1e-9),
         }
         if cfg.beta > 0:
-            metrics["kl"] = update["kl"]
+            metrics["kl"] = update.get("kl", 0.0)
+        if cfg.skip_unscored:
+            metrics["skipped_frac"] = 1 - float(valid.float().mean())
+        metrics.update(task_accuracy(tasks, verdicts))
+        if scored.admissions:
+            self.syntheses.extend(scored.admissions)
+            with (self.out / SYNTHESIS_FILE).open("a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(row) + "\n" for row in scored.admissions)
+        if self.syntheses:
+            metrics["library/admitted"] = sum(r["admitted"] for r in self.syntheses)
         append_metrics(self.out / METRICS_FILE, metrics)
         if cfg.log_completions_every and self.step % cfg.log_completions_every == 0:
             with RolloutLog(self.out / COMPLETIONS_FILE) as rollout_log:
@@ -406,7 +381,7 @@ class GRPOTrainer:
         if resume:
             self.resume()
         else:
-            for name in (METRICS_FILE, COMPLETIONS_FILE):
+            for name in (METRICS_FILE, COMPLETIONS_FILE, SYNTHESIS_FILE):
                 (self.out / name).unlink(missing_ok=True)
         start = time.perf_counter()
         last: dict[str, Any] = {}
@@ -472,6 +447,11 @@ class GRPOTrainer:
         self.step = int(state["step"])
         truncate_metrics(self.out / METRICS_FILE, self.step)
         truncate_metrics(self.out / COMPLETIONS_FILE, self.step)
+        truncate_metrics(self.out / SYNTHESIS_FILE, self.step)
+        path = self.out / SYNTHESIS_FILE
+        if path.exists():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            self.syntheses = [json.loads(line) for line in lines if line.strip()]
         return self.step
 
     def save_model(self, path: Path) -> Path:

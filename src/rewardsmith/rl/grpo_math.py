@@ -22,15 +22,30 @@ LOSS_TYPES: tuple[LossType, ...] = ("grpo", "dapo")
 STD_EPS = 1e-4
 
 
-def group_advantages(rewards: torch.Tensor, group_size: int, scale: bool = True) -> torch.Tensor:
+def group_advantages(
+    rewards: torch.Tensor,
+    group_size: int,
+    scale: bool = True,
+    valid: torch.Tensor | None = None,
+) -> torch.Tensor:
     """A_i = (r_i - mean_g) / (std_g + eps) per group of `group_size` consecutive rewards
-    (population std); `scale=False`: r_i - mean_g."""
+    (population std); `scale=False`: r_i - mean_g. With `valid` (bool per reward), the mean
+    and std of each group are over its valid members only, and invalid members get 0."""
     if rewards.numel() % group_size:
         raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
     grouped = rewards.view(-1, group_size).float()
-    centered = grouped - grouped.mean(dim=1, keepdim=True)
+    if valid is None:
+        centered = grouped - grouped.mean(dim=1, keepdim=True)
+        if scale:
+            centered = centered / (grouped.std(dim=1, unbiased=False, keepdim=True) + STD_EPS)
+        return centered.reshape(-1)
+    weight = valid.view(-1, group_size).float()
+    count = weight.sum(dim=1, keepdim=True).clamp(min=1)
+    mean = (grouped * weight).sum(dim=1, keepdim=True) / count
+    centered = (grouped - mean) * weight
     if scale:
-        centered = centered / (grouped.std(dim=1, unbiased=False, keepdim=True) + STD_EPS)
+        std = ((centered**2).sum(dim=1, keepdim=True) / count).sqrt()
+        centered = centered / (std + STD_EPS)
     return centered.reshape(-1)
 
 

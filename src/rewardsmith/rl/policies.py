@@ -37,30 +37,13 @@ template with a system message asking for the tag format.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
-import random
-import shutil
-import tempfile
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
-from tokenizers import Tokenizer, decoders, pre_tokenizers, trainers
-from tokenizers.models import BPE
-from transformers import (
-    LlamaConfig,
-    LlamaForCausalLM,
-    PreTrainedTokenizerFast,
-    get_cosine_with_min_lr_schedule_with_warmup,
-)
-
-from rewardsmith.config import home_dir
 from rewardsmith.errors import ConfigError
 from rewardsmith.files import atomic_write, written_aside
 from rewardsmith.models.loading import (
@@ -70,77 +53,32 @@ from rewardsmith.models.loading import (
     smollm2_dir,
 )
 from rewardsmith.rl import problems as P
-from rewardsmith.rl.answers import TAGS, AnswerFormat
-from rewardsmith.rl.evaluate import evaluate_policy
-from rewardsmith.rl.prompts import testbed_eval_problems
+from rewardsmith.rl.answers import AnswerFormat
+from rewardsmith.rl.evaluate import evaluate_by_task, evaluate_policy
+from rewardsmith.rl.prompts import multitask_eval_tasks, testbed_eval_problems
+from rewardsmith.rl.shipped import shipped_build
+from rewardsmith.rl.testbed import (
+    POLICY_FILE,
+    PRESETS,
+    TESTBED,
+    TESTBED_FILE,
+    TESTBED_MULTI,
+    TESTBED_MULTI_TINY,
+    TESTBED_TINY,
+    TestbedConfig,
+    testbed_cache,
+    testbed_dir,
+    with_preset,
+)
+from rewardsmith.rl.testbed import build_testbed as _build
 
 log = logging.getLogger(__name__)
-
-POLICY_FILE = "rewardsmith_policy.json"
-TESTBED_FILE = "testbed.json"
-#: Overrides where testbed builds are cached (CI caches, slow tests reusing a build).
-TESTBED_CACHE_ENV = "REWARDSMITH_TESTBED_CACHE"
-# Bump when the build recipe changes in a way the config does not capture: old caches are
-# then rebuilt instead of silently reused.
-# 2: the warm start's schedule is transformers' cosine-with-min-lr (lr 0 at the first step).
-TESTBED_RECIPE_VERSION = 2
-SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
-TAG_TOKENS = tuple(t for tag in TAGS for t in (f"<{tag}>", f"</{tag}>"))
 TAG_SYSTEM_PROMPT = (
     "Solve the math word problem. Reason step by step inside <thinking>...</thinking>, "
     "then write only the final number inside <solution>...</solution>."
 )
 
 PromptStyle = Literal["testbed", "chat", "raw"]
-
-
-@dataclass(frozen=True)
-class TestbedConfig:
-    """Everything that decides a testbed build (its hash names the cache folder)."""
-
-    __test__ = False  # not a pytest test class
-
-    preset: str = "testbed"
-    seed: int = 0
-    vocab_size: int = 1024
-    hidden_size: int = 64
-    num_layers: int = 3
-    num_heads: int = 4
-    intermediate_size: int = 192
-    max_positions: int = 192
-    tokenizer_problems: int = 5_000
-    sft_problems: int = 50_000
-    sft_steps: int = 900
-    batch_size: int = 64
-    lr: float = 3e-3
-    warmup_steps: int = 100
-    weight_decay: float = 0.1
-    #: Held-out problems scored (greedy) after the build, recorded in `testbed.json`.
-    eval_problems: int = 200
-
-    def key(self) -> str:
-        blob = json.dumps({**asdict(self), "recipe": TESTBED_RECIPE_VERSION}, sort_keys=True)
-        return f"{self.preset}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
-
-
-TESTBED = TestbedConfig()
-#: A build of a few seconds for tests: the pipeline is the same, the model learns little.
-TESTBED_TINY = TestbedConfig(
-    preset="testbed-tiny",
-    vocab_size=300,
-    hidden_size=32,
-    num_layers=1,
-    num_heads=2,
-    intermediate_size=64,
-    max_positions=192,
-    tokenizer_problems=500,
-    sft_problems=500,
-    sft_steps=30,
-    batch_size=16,
-    warmup_steps=5,
-    eval_problems=0,
-)
-PRESETS: dict[str, TestbedConfig] = {"testbed": TESTBED, "testbed-tiny": TESTBED_TINY}
 
 
 @dataclass
@@ -191,9 +129,11 @@ def load_policy(
     device: str = "cpu",
     progress: Callable[[str], None] | None = None,
 ) -> Policy:
-    """`testbed`, `testbed-tiny`, `smollm2`, or a model directory."""
+    """A testbed preset (`testbed`, `testbed-multi`, `testbed-tiny`, `testbed-multi-tiny`),
+    `smollm2`, or a model directory. A preset loads the build shipped with the package when
+    there is one (`rl.shipped`), else the cached build, else builds it (with progress)."""
     if spec in PRESETS:
-        path = build_testbed(PRESETS[spec], progress=progress)
+        path = shipped_build(PRESETS[spec]) or build_testbed(PRESETS[spec], progress=progress)
         policy = load_pretrained(path, device=device)
         policy.name = spec
         return policy
@@ -202,7 +142,8 @@ def load_policy(
     path = Path(spec).expanduser()
     if not path.is_dir():
         raise ConfigError(
-            f"unknown policy {spec!r}: expected testbed, testbed-tiny, smollm2 or a model folder"
+            f"unknown policy {spec!r}: expected one of {', '.join(PRESETS)}, smollm2 "
+            "or a model folder"
         )
     return load_pretrained(path, device=device)
 
@@ -251,17 +192,7 @@ def save_policy(policy: Policy, model: Any, path: str | Path) -> Path:
     return path
 
 
-# -- the testbed build -----------------------------------------------------------------------
-
-
-def testbed_cache() -> Path:
-    """`$REWARDSMITH_TESTBED_CACHE`, else `$REWARDSMITH_HOME/testbed` (where builds are kept)."""
-    env = os.environ.get(TESTBED_CACHE_ENV)
-    return Path(env).expanduser() if env else home_dir() / "testbed"
-
-
-def testbed_dir(config: TestbedConfig = TESTBED) -> Path:
-    return testbed_cache() / config.key()
+# -- the testbed build ---------------------------------------------------------------------------
 
 
 def build_testbed(
@@ -271,173 +202,40 @@ def build_testbed(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Path:
-    """Build (or reuse the cached) testbed policy; returns its model folder.
-
-    The folder is written under a temporary name and renamed when complete, so an interrupted
-    build is never mistaken for a finished one.
-    """
-    target = (cache_dir or testbed_cache()) / config.key()
-    if target.exists() and (target / TESTBED_FILE).exists() and not force:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    say = progress or (lambda msg: log.info("%s", msg))
-    start = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{config.key()}-", dir=target.parent))
-    try:
-        tokenizer = train_tokenizer(config)
-        model = _init_model(config, tokenizer)
-        say(f"testbed: {sum(p.numel() for p in model.parameters()):,} parameters")
-        losses = warm_start(model, tokenizer, config, say)
-        policy = Policy(model, tokenizer, config.preset, str(target), style="testbed")
-        save_policy(policy, model, tmp)
-        record: dict[str, Any] = {
-            "config": asdict(config),
-            "recipe": TESTBED_RECIPE_VERSION,
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "sft_final_loss": losses[-1] if losses else None,
-            "build_seconds": round(time.perf_counter() - start, 1),
-            "torch_threads": torch.get_num_threads(),
-        }
-        if config.eval_problems:
-            held_out = testbed_eval_problems(config.eval_problems, config.seed)
-            result = evaluate_policy(policy, held_out)
-            record["eval"] = {"problems": config.eval_problems, **result.summary()}
-            say(f"testbed: held-out accuracy {result.accuracy:.3f}")
-        atomic_write(tmp / TESTBED_FILE, json.dumps(record, indent=2) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-def train_tokenizer(config: TestbedConfig) -> Any:
-    """A byte-level BPE over the problem corpus; digits are single tokens, tags are one each."""
-    tok = Tokenizer(BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False),
-        ]
+    """Build (or reuse the cached) testbed policy and judge it on held-out problems
+    (`rl.testbed.build_testbed`, with this module's evaluation); returns its model folder."""
+    return _build(
+        config, cache_dir=cache_dir, force=force, progress=progress, evaluate=evaluate_build
     )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=config.vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    texts = P.corpus(P.generate(config.tokenizer_problems, config.seed, "sft"))
-    tok.train_from_iterator(texts, trainer)
-    tok.add_tokens(list(TAG_TOKENS))  # plain (not special) tokens: decoding keeps them
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-        unk_token="<unk>",
-        padding_side="left",
-    )
-    return fast
 
 
-def _init_model(config: TestbedConfig, tokenizer: Any) -> Any:
-    torch.manual_seed(config.seed)
-    llama = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=config.hidden_size,
-        intermediate_size=config.intermediate_size,
-        num_hidden_layers=config.num_layers,
-        num_attention_heads=config.num_heads,
-        num_key_value_heads=config.num_heads,
-        max_position_embeddings=config.max_positions,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(llama)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return model
+def evaluate_build(path: Path, config: TestbedConfig) -> dict[str, Any]:
+    """Greedy held-out accuracy of a fresh build: `eval_problems` problems (per family for a
+    multi-task preset), as `testbed.json` records it."""
+    policy = load_pretrained(path)
+    if config.multitask:
+        tasks = multitask_eval_tasks(config.eval_problems, config.seed, config.sft_problems)
+        return evaluate_by_task(policy, [t for t in tasks if t.family in config.families])
+    result = evaluate_policy(policy, testbed_eval_problems(config.eval_problems, config.seed))
+    return {"problems": config.eval_problems, **result.summary()}
 
 
-def encode_sft(
-    tokenizer: Any, problems: Sequence[P.Problem], max_len: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-padded `input_ids` and `labels` (-100 on the prompt and the padding)."""
-    rows: list[list[int]] = []
-    labels: list[list[int]] = []
-    for p in problems:
-        prompt = tokenizer(p.prompt, add_special_tokens=False)["input_ids"]
-        completion = tokenizer(p.completion, add_special_tokens=False)["input_ids"]
-        ids = (prompt + completion + [tokenizer.eos_token_id])[:max_len]
-        rows.append(ids)
-        labels.append(([-100] * len(prompt) + completion + [tokenizer.eos_token_id])[:max_len])
-    width = max(len(r) for r in rows)
-    pad = tokenizer.pad_token_id
-    ids_t = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
-    lab_t = torch.tensor([r + [-100] * (width - len(r)) for r in labels])
-    return ids_t, lab_t
-
-
-def warm_start(
-    model: Any, tokenizer: Any, config: TestbedConfig, say: Callable[[str], None]
-) -> list[float]:
-    """Supervised next-token training on the completion; returns the loss every 100 steps."""
-    problems = P.generate(config.sft_problems, config.seed, "sft")
-    ids, labels = encode_sft(tokenizer, problems, config.max_positions)
-    attention = (ids != tokenizer.pad_token_id).long()
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-        betas=(0.9, 0.95),
-    )
-    # Linear warmup, then cosine decay to a tenth of the peak rate.
-    scheduler = get_cosine_with_min_lr_schedule_with_warmup(
-        optimizer, config.warmup_steps, config.sft_steps, min_lr_rate=0.1
-    )
-    rng = random.Random(config.seed)
-    model.train()
-    losses: list[float] = []
-    running = 0.0
-    started = time.perf_counter()
-    for step in range(1, config.sft_steps + 1):
-        batch = rng.sample(range(len(problems)), min(config.batch_size, len(problems)))
-        index = torch.tensor(batch)
-        width = int(attention[index].sum(dim=1).max())
-        out = model(
-            input_ids=ids[index, :width],
-            attention_mask=attention[index, :width],
-            labels=labels[index, :width],
-        )
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        running += float(out.loss.detach())
-        if step % 100 == 0 or step == config.sft_steps:
-            n = step % 100 or 100
-            losses.append(running / n)
-            running = 0.0
-            say(
-                f"warm start step {step}/{config.sft_steps}: loss {losses[-1]:.4f} "
-                f"({time.perf_counter() - started:.0f}s)"
-            )
-    model.eval()
-    return losses
-
-
-def with_preset(name: str, **changes: Any) -> TestbedConfig:
-    """A preset with some fields changed (`with_preset("testbed", seed=1)`)."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown testbed preset {name!r}; known: {sorted(PRESETS)}")
-    return replace(PRESETS[name], **changes)
+__all__ = [
+    "POLICY_FILE",
+    "PRESETS",
+    "TESTBED",
+    "TESTBED_FILE",
+    "TESTBED_MULTI",
+    "TESTBED_MULTI_TINY",
+    "TESTBED_TINY",
+    "Policy",
+    "TestbedConfig",
+    "build_testbed",
+    "load_policy",
+    "load_pretrained",
+    "load_smollm2",
+    "save_policy",
+    "testbed_cache",
+    "testbed_dir",
+    "with_preset",
+]

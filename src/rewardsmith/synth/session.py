@@ -61,9 +61,14 @@ def _slug(text: str) -> str:
 class SynthesisSession:
     """Turns "synthesize" decisions into tools, once per signature (see module docstring)."""
 
-    def __init__(self, library: Library, gate_config: GateConfig | None = None) -> None:
+    def __init__(
+        self, library: Library, gate_config: GateConfig | None = None, backend: str = "offline"
+    ) -> None:
+        """`backend`: how CodeVerify writes a verifier, `offline` (composed from primitives)
+        or `llm` (an OpenAI-compatible model, `rewardsmith.synth.codeverify_llm`)."""
         self.library = library
         self.gate_config = gate_config
+        self.backend = backend
         # signature -> the tool that scores it, or the reason it has none
         self.by_signature: dict[str, RewardTool | str] = {}
         # signature -> samples of a group too small to synthesize from so far
@@ -163,6 +168,7 @@ class SynthesisSession:
             examples,
             name,
             self.library,
+            backend=self.backend,
             gate_config=self.gate_config,
             title=task or name,
             extra_details={"signature": sig, "task": task},

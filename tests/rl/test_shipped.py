@@ -1,0 +1,86 @@
+"""Testbed builds that ship with the package: a first run loads them without training, only
+when they are exactly the preset's build (config key and file hashes), and a damaged or stale
+copy is rebuilt instead of loaded."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rewardsmith.rl import policies, shipped  # noqa: E402
+from rewardsmith.rl.policies import PRESETS, TESTBED_MULTI_TINY, load_policy  # noqa: E402
+from rewardsmith.rl.shipped import (  # noqa: E402
+    MANIFEST,
+    SHIPPED_DIR,
+    compare_builds,
+    damaged_files,
+    read_manifest,
+    ship,
+    shipped_build,
+)
+
+SHIPPED = sorted(p.name for p in SHIPPED_DIR.iterdir() if (p / MANIFEST).is_file())
+
+
+def test_the_default_preset_ships() -> None:
+    # testbed-multi is not shipped yet: its build (3,000 warm-start steps) has not been run
+    # on a machine with time for it; until then a first run builds it, with progress
+    assert "testbed" in SHIPPED
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+def test_every_shipped_build_is_its_presets_current_build_and_intact(preset: str) -> None:
+    folder = SHIPPED_DIR / preset
+    manifest = read_manifest(folder)
+    assert manifest is not None and manifest["key"] == PRESETS[preset].key()
+    assert damaged_files(folder, manifest) == []
+    assert shipped_build(PRESETS[preset]) == folder
+    # a few MB at most: the package carries them
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 8_000_000
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+def test_a_first_run_loads_the_shipped_policy_without_building(
+    preset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REWARDSMITH_HOME", str(tmp_path / "fresh_home"))
+    monkeypatch.delenv("REWARDSMITH_TESTBED_CACHE", raising=False)
+
+    def no_build(*args: object, **kwargs: object) -> Path:
+        raise AssertionError("a shipped preset must not be built")
+
+    monkeypatch.setattr(policies, "build_testbed", no_build)
+    policy = load_policy(preset)
+    assert Path(policy.source) == SHIPPED_DIR / preset
+    assert policy.name == preset and policy.style == "testbed"
+    assert not (tmp_path / "fresh_home" / "testbed").exists()
+
+
+def test_a_damaged_or_stale_copy_is_not_loaded(
+    tiny_multi: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(shipped, "SHIPPED_DIR", tmp_path / "shipped")
+    folder = ship(tiny_multi, TESTBED_MULTI_TINY)
+    assert folder == tmp_path / "shipped" / "testbed-multi-tiny"
+    assert shipped_build(TESTBED_MULTI_TINY) == folder
+    # the same build compared with itself: every reproduced file identical
+    check = compare_builds(folder, tiny_multi, "testbed-multi-tiny")
+    assert check.reproduced and check.max_weight_diff == 0.0
+    # another config (a changed recipe) does not take the shipped build
+    other = policies.with_preset("testbed-multi-tiny", seed=1)
+    assert shipped_build(other) is None
+    # a changed byte in the weights: reported and not loaded
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="rewardsmith.rl.shipped"):
+        assert shipped_build(TESTBED_MULTI_TINY) is None
+    assert "damaged" in caplog.text and "model.safetensors" in caplog.text
