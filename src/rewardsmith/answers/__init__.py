@@ -1,7 +1,8 @@
 """Reading answers: the final answer of a completion in every common style, and hedges.
 
 One module for every verifier, built-in or synthesized (`final.py`: styles and markers;
-`hedges.py`: alternatives, negations, value runs). Both are plain functions over `re`, so
+`hedges.py`: alternatives, negations, value runs; `reading.py`: the one precedence a
+synthesized verifier reads its answer by). Both are plain functions over `re`, so
 `embeddable_source()` can paste them into a generated reward program that runs in the
 sandbox, and it reads answers exactly as the built-in tools do.
 """
@@ -24,6 +25,7 @@ from rewardsmith.answers.final import (
     render_style,
     visible,
 )
+from rewardsmith.answers.reading import read_final, same_after_sentence_end
 from rewardsmith.answers.hedges import (
     alternatives,
     first_offered,
@@ -53,14 +55,16 @@ __all__ = [
     "negated",
     "raw_markers",
     "read_answers",
+    "read_final",
     "render_style",
+    "same_after_sentence_end",
     "same_key",
     "split_for",
     "value_run",
     "visible",
 ]
 
-_EMBEDDED = ("final.py", "hedges.py")
+_EMBEDDED = ("final.py", "hedges.py", "reading.py")
 
 
 @lru_cache(maxsize=1)

@@ -255,8 +255,22 @@ EXTRACTORS: dict[str, Primitive] = {
             ''',
             cost=0,
         ),
+        _p(
+            "answer_in_any_style",
+            "extractor",
+            "the final answer in every common style (rewardsmith.answers.read_final)",
+            '''
+            def answer_in_any_style(text):
+                """The final answer in any common style, by rewardsmith's one precedence."""
+                found = read_final(text)
+                return None if found is None else found[1]
+            ''',
+            cost=0,
+        ),
     )
 }
+# What CodeVerify reads every answer with: only the comparison is learned.
+ANY_STYLE = "answer_in_any_style"
 
 # -- normalizers: text -> text, applied to the answer and the reference --------------------
 

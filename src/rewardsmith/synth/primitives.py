@@ -38,6 +38,7 @@ from typing import Any
 from rewardsmith.answers import embeddable_source
 from rewardsmith.sandbox.confine import restricted_globals
 from rewardsmith.synth.catalogue import (
+    ANY_STYLE,
     COMPARATORS,
     EXTRACTORS,
     HELPERS,
@@ -50,6 +51,7 @@ from rewardsmith.synth.catalogue import (
 from rewardsmith.synth.features import FEATURE_HELPERS, FEATURES
 
 __all__ = [
+    "ANY_STYLE",
     "COMPARATORS",
     "EXTRACTORS",
     "FAILED",
@@ -227,7 +229,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     find, readers = _answer_readers(c)
     parts += readers
     ref_line, compared = _comparison(c)
-    parts += [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared)]
+    parts += [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared, ANY_STYLE in c.extractors)]
     parts.append(
         "def score_one(completion, reference):\n"
         '    """1.0 when the answer in the completion matches the reference and the\n'
@@ -278,11 +280,23 @@ HEDGE_CHECK = textwrap.dedent(
 ).strip()
 
 
-def _answer_is_right(compared: str) -> str:
+def _answer_is_right(compared: str, sentence_end: bool = False) -> str:
+    """`answer_is_right`; `sentence_end`: a reference ending a sentence also matches an
+    answer read from a sentence without its period (`rewardsmith.answers.reading`)."""
+    if not sentence_end:
+        return (
+            "def answer_is_right(answer, reference):\n"
+            '    """Whether one answer matches the reference."""\n'
+            f"    return bool({compared})"
+        )
     return (
+        "def same_answer(answer, reference):\n"
+        '    """Whether one answer matches the reference as written."""\n'
+        f"    return bool({compared})\n\n\n"
         "def answer_is_right(answer, reference):\n"
-        '    """Whether one answer matches the reference."""\n'
-        f"    return bool({compared})"
+        '    """Whether one answer matches the reference, or the reference without the\n'
+        '    punctuation that ends its sentence."""\n'
+        "    return same_after_sentence_end(answer, reference, same_answer)"
     )
 
 
@@ -354,7 +368,7 @@ def render_check(composition: Composition) -> tuple[list[str], list[str]]:
         "        return False\n"
         "    return answer_is_right(answer, reference)"
     )
-    extra = [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared)]
+    extra = [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared, ANY_STYLE in c.extractors)]
     return imports, [*sources, *readers, *extra, check]
 
 
@@ -435,7 +449,18 @@ class Evaluator:
         return 1.0 if self._right(composition, answer, ref) else 0.0
 
     def _right(self, composition: Composition, answer: str, ref: str) -> bool:
-        """The rendered `answer_is_right`: normalize both sides, compare."""
+        """The rendered `answer_is_right`: normalize both sides, compare (a reference's
+        sentence end aside, for the any-style reading)."""
+        if ANY_STYLE in composition.extractors:
+            return bool(
+                self._ns["same_after_sentence_end"](
+                    answer, ref, lambda a, r: self._same(composition, a, r)
+                )
+            )
+        return self._same(composition, answer, ref)
+
+    def _same(self, composition: Composition, answer: str, ref: str) -> bool:
+        """Normalize both sides, compare."""
         for name in composition.normalizers:
             answer, ref = self.apply(name, answer), self.apply(name, ref)
             if answer is FAILED or ref is FAILED:
