@@ -25,7 +25,6 @@ from rewardsmith.answers.final import (
     render_style,
     visible,
 )
-from rewardsmith.answers.reading import read_final, same_after_sentence_end
 from rewardsmith.answers.hedges import (
     alternatives,
     first_offered,
@@ -37,6 +36,7 @@ from rewardsmith.answers.hedges import (
     split_for,
     value_run,
 )
+from rewardsmith.answers.reading import read_final, same_after_sentence_end
 
 __all__ = [
     "STYLES",

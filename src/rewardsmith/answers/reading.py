@@ -20,7 +20,8 @@ Sentence punctuation around an answer is not part of it: an answer read from a s
 backticks and matching quotes, and a final `.`, `!` or `?` that ends the sentence ("The
 answer is 42." reads 42); a bare last line loses only the wrappers (`olleh.` alone may be
 the answer itself). Answers in delimiters (tags, boxes, JSON, fences, `####`)
-stand as written: `<answer>olleh.</answer>` reads `olleh.`. `same_after_sentence_end`
+stand as written: `<answer>olleh.</answer>` reads `olleh.`. `read_final(text, sentence=False)`
+keeps that punctuation (for a task whose labeled examples count it); `same_after_sentence_end`
 lets a reference that itself ends a sentence ("The cat sat.") match an answer read from a
 sentence without its period.
 
@@ -31,15 +32,27 @@ most `JSON_STARTS` JSON decodes from the end): embedded in synthesized programs.
 import json
 import re
 
-from rewardsmith.answers.final import last_fenced, last_line_span, marked_answers
+from rewardsmith.answers.final import SPAN_CHARS, last_fenced, last_line_span, marked_answers
+from rewardsmith.answers.hedges import LEADING_NEGATION
 
 # JSON objects tried from the end of a completion for an "answer" field.
 JSON_STARTS = 20
 # Styles whose answer ends a sentence: their trailing punctuation is the sentence's.
 # A heading ("Candidates:", "Final grid:") and the lines under it, read from the end.
-HEADING = re.compile(r"[*_]{0,2}[A-Za-z][A-Za-z'()-]{0,20}(?:[ \t][A-Za-z'()-]{1,20}){0,4}:[*_]{0,2}")
+HEADING = re.compile(
+    r"[*_]{0,2}[A-Za-z][A-Za-z'()-]{0,20}(?:[ \t][A-Za-z'()-]{1,20}){0,4}:[*_]{0,2}"
+)
 HEADING_LINES = 24
 HEADING_CHARS = 4000
+# A sentence that offers a value only to deny it: "2/5 is not the answer", "x is wrong".
+DENIED = re.compile(
+    r"[ \t](?:is|was|would[ \t]be|'s)?[ \t]{0,3}(?:not|n't)[ \t]{1,3}(?:the[ \t]{1,3})?"
+    r"(?:(?:right|correct|final|true)[ \t]{1,3})?(?:answer|solution|result|one)\b"
+    r"|[ \t](?:is|was)[ \t]{1,3}(?:wrong|incorrect|false)\b"
+    r"|\banswer[ \t]{1,3}(?:is[ \t]{1,3}not|isn't|is[ \t]{1,3}never)\b"
+    r"|\b(?:definitely|certainly|surely)[ \t]{1,3}not\b",
+    re.IGNORECASE,
+)
 SENTENCE_STYLES = ("answer_is", "final_answer", "label", "label_colon")
 LABEL = re.compile(r"([A-Za-z][A-Za-z'()-]{0,20}(?:[ \t][A-Za-z'()-]{1,20}){0,4})[ \t]?:[ \t]+")
 END_PUNCTUATION = ".!?"
@@ -94,6 +107,21 @@ def after_label(line):
     return line[m.end() :]
 
 
+def rows_below(text, start, end):
+    """The end of a marker's answer that goes on as rows of a grid ("Final answer: 1 2\n3 4"):
+    the lines that follow to the end of the text, none blank, each with as many
+    whitespace-separated cells as the first; else `end`."""
+    if end >= len(text) or text[end] != "\n" or text[end - 1 : end] in END_PUNCTUATION:
+        return end
+    cells = len(text[start:end].split())
+    rest = text[end + 1 :].rstrip()
+    if cells < 2 or not rest or len(rest) > HEADING_CHARS:
+        return end
+    if all(len(line.split()) == cells for line in rest.split("\n")):
+        return end + 1 + len(rest)
+    return end
+
+
 def under_heading(text):
     """The lines under a heading that ends the text ("Final grid:\n1 2\n3 4", "Candidates:
     \na\nb"): the trailing lines that follow a line holding only a label and a colon, with
@@ -111,19 +139,37 @@ def under_heading(text):
     return None
 
 
-def read_final(text):
+def read_final(text, sentence=True):
     """(style, answer) of the final answer of `text` (see the module docstring for the
     precedence), or None when it holds none. `style` is a name of `final.STYLES`, or
-    `json_answer` or `label_colon`."""
+    `json_answer` or `label_colon`. An answer outside delimiters that denies itself ("not
+    42", "42 is not the answer") is no answer."""
+    found = read_any(text, sentence)
+    if found is None or found[0] not in (*SENTENCE_STYLES, "last_line"):
+        return found
+    if LEADING_NEGATION.match(found[1]) or DENIED.search(found[1]):
+        return None
+    return found
+
+
+def read_any(text, sentence=True):
+    """`read_final` before a denied answer is dropped."""
     marks = marked_answers(text)
     if marks:
         style, start, end, _ = marks[-1]
+        long_line = end - start >= SPAN_CHARS and end < len(text) and text[end] != "\n"
+        if style in SENTENCE_STYLES and long_line:
+            # a long answer on its line (a JSON list): the marker's span stops short of it
+            newline = text.find("\n", end)
+            end = len(text) if newline < 0 else newline
+        if style in SENTENCE_STYLES:
+            end = rows_below(text, start, end)
         answer = text[start:end].strip()
         fenced = last_fenced(text) if answer.startswith("```") else None
         if fenced is not None and fenced[0] >= start:
             return "fenced", text[fenced[0] : fenced[1]].strip("\n")
         if style in SENTENCE_STYLES:
-            answer = unwrap(answer)
+            answer = unwrap(answer, sentence)
         return (style, answer) if answer else None
     found = json_answer(text) if "answer" in text else None
     if found is not None:
@@ -139,8 +185,8 @@ def read_final(text):
         return None
     last = text[line[0] : line[1]]
     labeled = after_label(last)
-    if labeled is not None and unwrap(labeled):
-        return "label_colon", unwrap(labeled)
+    if labeled is not None and unwrap(labeled, sentence):
+        return "label_colon", unwrap(labeled, sentence)
     answer = unwrap(last, sentence=False)
     return ("last_line", answer) if answer else None
 

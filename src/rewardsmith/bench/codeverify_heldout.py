@@ -54,6 +54,7 @@ OWN_TASKS = ("date_conversion", "sort_by_length")
 
 # The examples' styles (at most 3) and the fresh samples' (6+), as templates on the answer.
 EXAMPLE_STYLES = ("<answer>{a}</answer>", "{label}: {a}", "{r}\n\n{a}")
+EXAMPLE_MULTILINE = ("<answer>{a}</answer>", "{label}:\n{a}")
 FRESH_STYLES = (
     "<think>{r}</think>\n<answer>{a}</answer>",
     "{r}\n\\boxed{{{a}}}",
@@ -66,6 +67,8 @@ FRESH_STYLES = (
     "{r}\n{label}: {a}",
 )
 MULTILINE_STYLES = (0, 5, 6, 3)
+# (examples', fresh samples') styles where an answer is delimited: tags, box, bare line...
+DELIMITED = ((0, 2), (0, 1, 4, 5, 6))
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,31 @@ def _rg_task(family: str) -> Task:
 
 # -- our own tasks ------------------------------------------------------------------------
 
-WORDS = (
-    "apple kiwi fig banana cherry plum grape lemon mango peach pear lime melon date papaya "
-    "guava quince olive walnut pecan almond cashew hazel"
-).split()
+WORDS = [
+    "apple",
+    "kiwi",
+    "fig",
+    "banana",
+    "cherry",
+    "plum",
+    "grape",
+    "lemon",
+    "mango",
+    "peach",
+    "pear",
+    "lime",
+    "melon",
+    "date",
+    "papaya",
+    "guava",
+    "quince",
+    "olive",
+    "walnut",
+    "pecan",
+    "almond",
+    "cashew",
+    "hazel",
+]
 
 
 def _date_entries(seed: int, n: int) -> list[Entry]:
@@ -185,7 +209,9 @@ def _write(t: Task, answer: str, template: str, rng: random.Random) -> str:
     return text.replace("{j}", json.dumps(answer)).replace("{a}", answer)
 
 
-def _answer(t: Task, entry: Entry, right: bool, pool: list[Entry], rng: random.Random) -> str | None:
+def _answer(
+    t: Task, entry: Entry, right: bool, pool: list[Entry], rng: random.Random
+) -> str | None:
     gold = entry["answer"]
     variants = list(rg.form_variants(gold).values())
     if right:
@@ -201,14 +227,24 @@ def _answer(t: Task, entry: Entry, right: bool, pool: list[Entry], rng: random.R
     return rng.choice(wrong) if wrong else None
 
 
-def _sample(t: Task, entry: Entry, right: bool, pool: list[Entry], rng: random.Random,
-            styles: tuple[str, ...], k: int) -> dict[str, Any] | None:
+def _sample(
+    t: Task,
+    entry: Entry,
+    right: bool,
+    pool: list[Entry],
+    rng: random.Random,
+    styles: tuple[str, ...],
+    k: int,
+) -> dict[str, Any] | None:
     answer = _answer(t, entry, right, pool, rng)
     if answer is None:
         return None
-    usable = [i for i in range(len(styles))]
+    usable = list(range(len(styles)))
     if "\n" in answer and styles is FRESH_STYLES:
         usable = list(MULTILINE_STYLES)
+    elif answer.endswith(".") and not entry["answer"].endswith("."):
+        # a trailing period is a different answer only where the answer is delimited
+        usable = list(DELIMITED[styles is FRESH_STYLES])
     style = usable[k % len(usable)]
     return {
         "prompt": entry["question"],
@@ -228,7 +264,7 @@ def heldout_examples(name: str, seed: int = 0) -> list[dict[str, Any]]:
     for entry in pool:
         if len(lines) == 8:
             break
-        styles = EXAMPLE_STYLES[:2] if "\n" in entry["answer"] else EXAMPLE_STYLES
+        styles = EXAMPLE_MULTILINE if "\n" in entry["answer"] else EXAMPLE_STYLES
         line = _sample(t, entry, len(lines) % 2 == 0, pool, rng, styles, len(lines) // 2)
         if line is not None and line["label"] == (len(lines) % 2 == 0):
             line.pop("style")

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsmith.synth.catalogue import ANY_STYLE_AS_WRITTEN
 from rewardsmith.synth.evidence import Case, build_cases, relation, styles_of
 from rewardsmith.synth.examples import Example, answer_of, split_examples
 from rewardsmith.synth.primitives import (
@@ -98,11 +99,10 @@ def fit_composition(
     negatives = [c for c in cases if c.label == 0]
     if any_style:
         # Where the answer is is not learned: one reading of every style (issue 22).
-        cascades: list[tuple[str, ...]] = [(ANY_STYLE,)]
+        # A task that counts a sentence's period (a labeled example says so) keeps it.
+        cascades: list[tuple[str, ...]] = [(ANY_STYLE,), (ANY_STYLE_AS_WRITTEN,)]
     else:
-        firing = {
-            name: [_fires(ev, name, c.completion) for c in positives] for name in EXTRACTORS
-        }
+        firing = {name: [_fires(ev, name, c.completion) for c in positives] for name in EXTRACTORS}
         extractors = [name for name, hits in firing.items() if any(hits)] or ["whole_text"]
         # Cascades that find some answer in every positive; if none does, all of them.
         cascades = extractor_cascades(extractors, MAX_EXTRACTORS)

@@ -199,9 +199,7 @@ def gate_tool(
     ]
     samples += [Sample(p.completion, p.prompt, p.reference) for p in probes]
     rewrites = style_rewrites(held_out, corpus.seed) if tool.spec.needs_reference else []
-    samples += [
-        Sample(text, held_out[i].prompt, held_out[i].reference) for i, _, text in rewrites
-    ]
+    samples += [Sample(text, held_out[i].prompt, held_out[i].reference) for i, _, text in rewrites]
     rewards = _score(tool, samples)
     judged = rewards[: len(rewards) - len(rewrites)]
     report = _judge(tool, cases, probes, judged, config, (*corpus.classes(), TRIGGER_KIND))
@@ -239,9 +237,7 @@ def _styles(
     record, refused = judge_styles(rewrites, scores, rights, config.threshold)
     report.checks["styles"] = record
     if refused and report.admitted:
-        return GateReport(
-            report.tool, False, "styles", f"styles: {refused}", report.checks, config
-        )
+        return GateReport(report.tool, False, "styles", f"styles: {refused}", report.checks, config)
     return report
 
 

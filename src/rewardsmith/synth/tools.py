@@ -17,11 +17,13 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewardsmith.answers import hedge_reason, read_answers, split_for
+from rewardsmith.answers import hedge_reason, read_answers, read_final, split_for
 from rewardsmith.errors import ConfigError
+from rewardsmith.synth.catalogue import ANY_STYLE
 from rewardsmith.tools.base import make_reward, score_batch
 from rewardsmith.tools.reward_fn import RewardFunctionTool
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
@@ -51,6 +53,22 @@ class CodeVerifierTool(RewardFunctionTool):
             raise ConfigError(f"tool {spec.name!r}: chunk_size must be >= 1")
         self.chunk_size = chunk_size
         super().__init__(spec, source, bounds, timeout, memory_mb, workers)
+
+
+# A word of three letters or more that is no LaTeX command: prose, not a value.
+PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+
+
+def math_value(c: Any, completion: str, answer: str) -> bool:
+    """Whether `answer` may go to the math tool: any answer in a marker, but one read from
+    an unmarked line only when it holds no prose ("Simplify 6/10." echoes the prompt: the
+    math tool would read 6/10 out of it)."""
+    if ANY_STYLE not in c.extractors:
+        return True
+    found = read_final(completion)
+    if found is None or found[0] not in ("last_line", "label_colon"):
+        return True
+    return PROSE_WORD.search(answer) is None
 
 
 class MathComposedTool(RewardTool):
@@ -97,6 +115,8 @@ class MathComposedTool(RewardTool):
             if reference is not None and c.reference_extractor:
                 reference = ev.apply(c.reference_extractor, reference)
             answer = ev.extract(c, s.completion or "")
+            if isinstance(answer, str) and not math_value(c, s.completion or "", answer):
+                answer = None  # a sentence on the last line is no value to compare
             for name in c.normalizers:
                 if isinstance(answer, str) and isinstance(reference, str):
                     answer, reference = ev.apply(name, answer), ev.apply(name, reference)
