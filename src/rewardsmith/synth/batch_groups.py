@@ -1,10 +1,11 @@
 """Synthesis from a scoring batch: which samples form one task, and what the batch says
 about a verifier built for it.
 
-*Grouping* (`group_key`): samples without a `task` field are one task when their prompts
+*Grouping* (`group_keys`): samples without a `task` field are one task when their prompts
 share a template and their references a shape. The template is the prompt with its varying
-parts masked (numbers, quoted text, bracketed lists, everything after the first colon
-of a line that lists items) and cut to its first `TEMPLATE_WORDS` words; the shape masks
+parts masked (numbers, quoted text, bracketed lists, what follows a colon on its line), cut
+to its first `TEMPLATE_WORDS` words, keeping the words that more than half of the batch's
+prompts of the same reference shape share; the shape masks
 each run of digits as `9` and each run of letters as `a`, and collapses a repeated item
 (`a, a, a` is `a(, a)*`), so `2019-10-23` and `2021-01-05` share `9-9-9`. The router's
 cluster signature splits a family of free-form prompts into groups of 1-3; this key keeps
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from rewardsmith.answers import read_final
 from rewardsmith.types import Sample
 
-TEMPLATE_WORDS = 8
+TEMPLATE_WORDS = 12
 # A style needs this many completions before "all of them got 0" means anything.
 MIN_STYLE_COMPLETIONS = 3
 MIN_BATCH_COMPLETIONS = 4
@@ -60,10 +61,23 @@ def reference_shape(reference: str | None) -> str:
     return re.sub(r"(\w)((?:[,;] ?| )\1)+", r"\1(\2)*", text)
 
 
-def group_key(sample: Sample) -> str:
-    """One key per task for samples without a `task` field (template + reference shape)."""
-    key = f"{prompt_template(sample.prompt_text())}|{reference_shape(sample.reference)}"
-    return "template:" + hashlib.sha1(key.encode()).hexdigest()[:12]
+def group_keys(samples: Sequence[Sample]) -> list[str]:
+    """One key per task for samples without a `task` field: the reference shape, and the
+    prompt's template words that more than half the prompts of that shape share (so "Convert
+    March 5" and "Convert October 23" agree on "convert ... to an iso date")."""
+    shapes = [reference_shape(s.reference) for s in samples]
+    words = [prompt_template(s.prompt_text()).split() for s in samples]
+    common: dict[str, set[str]] = {}
+    for shape in set(shapes):
+        members = [w for w, sh in zip(words, shapes, strict=True) if sh == shape]
+        counts = Counter(word for w in members for word in set(w))
+        common[shape] = {word for word, n in counts.items() if 2 * n > len(members)}
+    keys = []
+    for shape, w in zip(shapes, words, strict=True):
+        template = " ".join(word for word in w if word in common[shape])
+        key = f"{template}|{shape}"
+        keys.append("template:" + hashlib.sha1(key.encode()).hexdigest()[:12])
+    return keys
 
 
 def batch_flag(samples: Sequence[Sample], scores: Sequence[float | None]) -> str:

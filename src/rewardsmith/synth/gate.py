@@ -198,7 +198,10 @@ def gate_tool(
         Sample(r, line.prompt, line.reference) for r, line in zip(rights, held_out, strict=True)
     ]
     samples += [Sample(p.completion, p.prompt, p.reference) for p in probes]
-    rewrites = style_rewrites(held_out, corpus.seed) if tool.spec.needs_reference else []
+    synthesized = tool.spec.provenance == "synth"
+    rewrites = (
+        style_rewrites(held_out, corpus.seed, synthesized) if tool.spec.needs_reference else []
+    )
     samples += [Sample(text, held_out[i].prompt, held_out[i].reference) for i, _, text in rewrites]
     rewards = _score(tool, samples)
     judged = rewards[: len(rewards) - len(rewrites)]
@@ -229,14 +232,14 @@ def _styles(
     config: GateConfig,
 ) -> GateReport:
     """The `styles` check on the rewrites' rewards (the last ones): recorded always; it
-    rejects a tool the earlier checks admitted."""
+    rejects a tool that passed `runs` and `held_out` (it comes before `probes`)."""
     raw = [r.score if r.score is not None else 0.0 for r in rewards]
     scale = _scaler(raw)
     rights = [scale(v) for v in raw[n_cases : n_cases + n_lines]]
     scores = [scale(v) for v in raw[len(raw) - len(rewrites) :]]
     record, refused = judge_styles(rewrites, scores, rights, config.threshold)
     report.checks["styles"] = record
-    if refused and report.admitted:
+    if refused and (report.admitted or report.failed_check == "probes"):
         return GateReport(report.tool, False, "styles", f"styles: {refused}", report.checks, config)
     return report
 

@@ -272,10 +272,15 @@ HEDGE_CHECK = textwrap.dedent(
         and not every one is right, or only answers it negates. Answers are split into
         alternatives as the reference allows (`split_for`: a list only at hedging words,
         a sentence not at all)."""
-        offered, _style, negated_count = read_answers(text, split_for(reference))
+        split = split_for(reference)
+        offered, _style, negated_count = read_answers(text, split)
         if not offered:
             return negated_count > 0
-        return len(offered) > 1 and not all(is_right(item, reference) for item in offered)
+        if len(offered) <= 1 or all(is_right(item, reference) for item in offered):
+            return False
+        # a reference that itself reads as several ("this work or any other work"): its
+        # own words split the answer, and the whole answer is compared with it
+        return len(read_answers(reference, split)[0]) < len(offered)
     '''
 ).strip()
 
@@ -471,16 +476,22 @@ class Evaluator:
     def hedges(self, composition: Composition, text: str, ref: str) -> bool:
         """The rendered `hedges`: several answers offered and not every one right, or only
         negated ones (`rewardsmith.answers`); cached per text like a primitive."""
+        offered, _, negated = self._reading(text, ref)
+        if not offered:
+            return bool(negated)
+        if len(offered) <= 1 or all(self._right(composition, o, ref) for o in offered):
+            return False
+        return len(self._reading(ref, ref)[0]) < len(offered)
+
+    def _reading(self, text: str, ref: str) -> Any:
+        """`read_answers(text, split_for(ref))`, cached per text like a primitive."""
         key = ("hedge-reading", text, ref)
         if key not in self._cache:
             try:
                 self._cache[key] = self._ns["read_answers"](text, self._ns["split_for"](ref))
             except Exception:
                 self._cache[key] = ([], "", 0)
-        offered, _, negated = self._cache[key]
-        if not offered:
-            return bool(negated)
-        return len(offered) > 1 and not all(self._right(composition, o, ref) for o in offered)
+        return self._cache[key]
 
 
 @functools.lru_cache(maxsize=1)

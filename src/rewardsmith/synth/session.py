@@ -18,7 +18,7 @@ distinct pairs) is `not_applicable` too, but its samples are kept and synthesis 
 again when later batches bring more of that signature; a warning says why.
 
 Samples without a `task` field are grouped by prompt template and reference shape
-(`batch_groups.group_key`), not by the router's cluster signature, so one task forms one
+(`batch_groups.group_keys`), not by the router's cluster signature, so one task forms one
 group. An admitted code verifier scores its group's completions at once: when it pays
 none of them, or none of those in some answer style, it is *flagged* (`self.flags`, a
 `synth_flag` event and a warning with the reason): it still scores, but never silently.
@@ -35,7 +35,7 @@ from rewardsmith.errors import LibraryError, RewardsmithError, UnknownToolError
 from rewardsmith.library.names import MAX_NAME_CHARS, tool_name_from
 from rewardsmith.library.store import Library
 from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome, is_gated
-from rewardsmith.synth.batch_groups import batch_flag, group_key
+from rewardsmith.synth.batch_groups import batch_flag, group_keys
 from rewardsmith.synth.examples import MIN_EXAMPLES, Example, answer_of
 from rewardsmith.synth.gate import GateConfig
 from rewardsmith.synth.pipeline import codeverify
@@ -85,11 +85,14 @@ class SynthesisSession:
         """For every sample routed to "synthesize": (tool, None), or (None, the
         `not_applicable` reward that says why it has no tool)."""
         groups: dict[str, list[int]] = {}
-        for i, d in enumerate(decisions):
-            if d is not None and d.action == "synthesize":
-                # Without a task, one task is one prompt template and reference shape.
-                sig = (d.signature or "-") if batch[i].task else group_key(batch[i])
-                groups.setdefault(sig, []).append(i)
+        wanted = [i for i, d in enumerate(decisions) if d is not None and d.action == "synthesize"]
+        # Without a task, one task is one prompt template and reference shape.
+        untasked = [i for i in wanted if not batch[i].task]
+        keys = dict(zip(untasked, group_keys([batch[i] for i in untasked]), strict=True))
+        for i in wanted:
+            d = decisions[i]
+            assert d is not None
+            groups.setdefault(keys.get(i) or d.signature or "-", []).append(i)
         out: dict[int, Choice] = {}
         for sig, idx in groups.items():
             target = self.by_signature.get(sig)

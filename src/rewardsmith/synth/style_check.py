@@ -4,8 +4,9 @@ A verifier fit on a dozen examples sees two or three answer styles; training pro
 of them. So the gate writes each held-out line's right answer in every style of the exploit
 corpus's right-answer variants (`rewardsmith.exploits.variants.style_variants`: `<answer>`
 tags, `\\boxed{}`, `#### X`, "Final answer: X", "The answer is X.", "**Answer:** X", a
-fenced block, X alone on the last line), and two more that synthesized verifiers read: a
-JSON `answer` field and a label and colon ("Result: X"). A multi-line answer is written
+fenced block, X alone on the last line), and, for a synthesized verifier (provenance
+`synth`), two more that every one reads: a JSON `answer` field and a label and colon
+("Result: X"); a built-in tool is held to the common styles of `rewardsmith.answers`. A multi-line answer is written
 only in the styles that can hold one (tags, a fenced block, JSON).
 
 A style *is refused* when a rewrite of a line whose plain right answer the tool pays
@@ -32,8 +33,11 @@ MULTILINE_STYLES = ("answer_tags", "fenced", "json_answer")
 QUOTED = 160
 
 
-def style_rewrites(lines: Sequence[Example], seed: int = 0) -> list[tuple[int, str, str]]:
-    """(line index, style, completion): each line's right answer in every common style."""
+def style_rewrites(
+    lines: Sequence[Example], seed: int = 0, extra: bool = True
+) -> list[tuple[int, str, str]]:
+    """(line index, style, completion): each line's right answer in every common style;
+    `extra`: in `EXTRA_STYLES` too (for synthesized verifiers, which read them)."""
     rng = random.Random(f"styles:{seed}")
     out: list[tuple[int, str, str]] = []
     for i, line in enumerate(lines):
@@ -41,7 +45,7 @@ def style_rewrites(lines: Sequence[Example], seed: int = 0) -> list[tuple[int, s
         if not gold.strip():
             continue
         written = list(style_variants(gold, None, rng))
-        for style, template in EXTRA_STYLES:
+        for style, template in EXTRA_STYLES if extra else ():
             text = template.replace("{json}", json.dumps({"answer": gold}))
             written.append((style, text.replace("{answer}", gold)))
         multiline = "\n" in gold.strip()
