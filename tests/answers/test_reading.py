@@ -37,6 +37,10 @@ CASES = [
     # grid rows under a marker read whole; a closing remark is not a row
     ("Final answer: 1 2\n3 4", ("final_answer", "1 2\n3 4")),
     ("The answer is 42.\nI hope this helps", ("answer_is", "42")),
+    # an alternative after the sentence's end stays part of the answer
+    ("**Answer:** See paragraph 1. (or maybe 2)", ("label", "See paragraph 1. (or maybe 2)")),
+    # a long answer on a marker's line is read whole
+    ("#### " + "x" * 500, ("hashes", "x" * 500)),
     # the last line as it stands (a time is no label)
     ("Working.\n\n12:30", ("last_line", "12:30")),
     ("Working.\n\nolleh.", ("last_line", "olleh.")),

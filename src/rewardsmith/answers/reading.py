@@ -32,7 +32,13 @@ most `JSON_STARTS` JSON decodes from the end): embedded in synthesized programs.
 import json
 import re
 
-from rewardsmith.answers.final import SPAN_CHARS, last_fenced, last_line_span, marked_answers
+from rewardsmith.answers.final import (
+    SPAN_CHARS,
+    clean,
+    last_fenced,
+    last_line_span,
+    marked_answers,
+)
 from rewardsmith.answers.hedges import LEADING_NEGATION
 
 # JSON objects tried from the end of a completion for an "answer" field.
@@ -51,6 +57,11 @@ DENIED = re.compile(
     r"|[ \t](?:is|was)[ \t]{1,3}(?:wrong|incorrect|false)\b"
     r"|\banswer[ \t]{1,3}(?:is[ \t]{1,3}not|isn't|is[ \t]{1,3}never)\b"
     r"|\b(?:definitely|certainly|surely)[ \t]{1,3}not\b",
+    re.IGNORECASE,
+)
+# What after a sentence's end still offers an answer: "42. (or maybe 43)".
+HEDGE_TAIL = re.compile(
+    r"[ \t]{0,3}[(\[]?[ \t]{0,3}(?:or|maybe|perhaps|possibly|alternatively|otherwise)\b",
     re.IGNORECASE,
 )
 SENTENCE_STYLES = ("answer_is", "final_answer", "label", "label_colon")
@@ -158,12 +169,16 @@ def read_any(text, sentence=True):
     if marks:
         style, start, end, _ = marks[-1]
         long_line = end - start >= SPAN_CHARS and end < len(text) and text[end] != "\n"
-        if style in SENTENCE_STYLES and long_line:
+        if (style in SENTENCE_STYLES or style == "hashes") and long_line:
             # a long answer on its line (a JSON list): the marker's span stops short of it
             newline = text.find("\n", end)
             end = len(text) if newline < 0 else newline
         if style in SENTENCE_STYLES:
             end = rows_below(text, start, end)
+            if HEDGE_TAIL.match(clean(text[end : end + 80])):  # hidden hedges too
+                # "See paragraph 1. (or maybe 2)": the rest of the line is part of the answer
+                newline = text.find("\n", end)
+                end = len(text) if newline < 0 else newline
         answer = text[start:end].strip()
         fenced = last_fenced(text) if answer.startswith("```") else None
         if fenced is not None and fenced[0] >= start:
