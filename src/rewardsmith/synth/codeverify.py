@@ -41,6 +41,7 @@ from rewardsmith.synth.primitives import (
     render,
     shared_evaluator,
 )
+from rewardsmith.synth.prompt_rules import prompt_cases
 from rewardsmith.synth.variation import enumerate_compositions, extractor_cascades
 
 # Search budget: compositions tried before settling for the most accurate one seen.
@@ -180,10 +181,11 @@ def split_for_synthesis(examples: Sequence[Example]) -> tuple[list[Example], lis
 def fit_cases(fit: Sequence[Example], all_examples: Sequence[Example], seed: int = 0) -> list[Case]:
     """The cases a verifier is fit on: `fit`'s lines in the styles of every completion (styles
     are presentation, not labels, so all examples show them), wrong answers drawn from every
-    line's answer."""
+    line's answer, and right answers the prompts' own words accept (`prompt_rules`)."""
     styles = styles_of([e.completion for e in all_examples if e.completion])
     pool = [answer_of(e.reference) for e in all_examples]
-    return build_cases(fit, styles, pool, seed)
+    # what the prompts say the task accepts ("in any order") is evidence too
+    return build_cases(fit, styles, pool, seed) + prompt_cases(fit, styles)
 
 
 def synthesize_offline(
