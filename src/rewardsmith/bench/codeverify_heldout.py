@@ -57,12 +57,12 @@ EXAMPLE_STYLES = ("<answer>{a}</answer>", "{label}: {a}", "{r}\n\n{a}")
 EXAMPLE_MULTILINE = ("<answer>{a}</answer>", "{label}:\n{a}")
 FRESH_STYLES = (
     "<think>{r}</think>\n<answer>{a}</answer>",
-    "{r}\n\\boxed{{{a}}}",
+    "{r}\n\\boxed{{a}}",
     "{r}\nThe answer is {a}.",
     "{r}\nFinal answer: {a}",
     "{r}\n\n{a}",
     "{r}\n```\n{a}\n```",
-    '{r}\n{{"answer": {j}}}',
+    '{r}\n{"answer": {j}}',
     "{r}\n**Answer:** {a}",
     "{r}\n{label}: {a}",
 )
@@ -210,18 +210,26 @@ def _write(t: Task, answer: str, template: str, rng: random.Random) -> str:
 
 
 def _answer(
-    t: Task, entry: Entry, right: bool, pool: list[Entry], rng: random.Random
+    t: Task,
+    entry: Entry,
+    right: bool,
+    pool: list[Entry],
+    rng: random.Random,
+    variant: str | None = None,
 ) -> str | None:
+    """A right or wrong answer; `variant` "form": a form variant the scorer accepts (right)
+    or refuses (wrong), else None; "plain": the answer itself or a content change; None:
+    a form variant at the bench's shares."""
     gold = entry["answer"]
     variants = list(rg.form_variants(gold).values())
+    matching = [v for v in variants if _is_right(t, v, entry) == right]
+    share = rg.RIGHT_VARIANT_SHARE if right else rg.WRONG_VARIANT_SHARE
+    if matching and (variant == "form" or (variant is None and rng.random() < share)):
+        return rng.choice(matching)
+    if variant == "form":
+        return None
     if right:
-        accepted = [v for v in variants if _is_right(t, v, entry)]
-        if accepted and rng.random() < rg.RIGHT_VARIANT_SHARE:
-            return rng.choice(accepted)
         return gold if _is_right(t, gold, entry) else None
-    refused = [v for v in variants if not _is_right(t, v, entry)]
-    if refused and rng.random() < rg.WRONG_VARIANT_SHARE:
-        return rng.choice(refused)
     choices = rg.content_changes(gold, rng) + [e["answer"] for e in pool if e["answer"] != gold][:3]
     wrong = [c for c in choices if not _is_right(t, c, entry)]
     return rng.choice(wrong) if wrong else None
@@ -235,8 +243,9 @@ def _sample(
     rng: random.Random,
     styles: tuple[str, ...],
     k: int,
+    variant: str | None = None,
 ) -> dict[str, Any] | None:
-    answer = _answer(t, entry, right, pool, rng)
+    answer = _answer(t, entry, right, pool, rng, variant)
     if answer is None:
         return None
     usable = list(range(len(styles)))
@@ -256,19 +265,24 @@ def _sample(
 
 
 def heldout_examples(name: str, seed: int = 0) -> list[dict[str, Any]]:
-    """8 labeled lines (right and wrong alternating), in at most 3 styles."""
+    """8 labeled lines, right and wrong as in the first round's `LABELED_PLAN` (what the
+    task accepts and refuses in form, where it has form variants), in at most 3 styles."""
     t = task(name)
     rng = random.Random(f"heldout-examples:{name}:{seed}")
     pool = t.entries(1000 + seed, 40)
     lines: list[dict[str, Any]] = []
-    for entry in pool:
-        if len(lines) == 8:
-            break
-        styles = EXAMPLE_MULTILINE if "\n" in entry["answer"] else EXAMPLE_STYLES
-        line = _sample(t, entry, len(lines) % 2 == 0, pool, rng, styles, len(lines) // 2)
-        if line is not None and line["label"] == (len(lines) % 2 == 0):
-            line.pop("style")
-            lines.append(line)
+    k = 0
+    for n, (right, variant) in enumerate(rg.LABELED_PLAN):
+        for attempt in range(len(pool)):
+            entry = pool[(k + attempt) % len(pool)]
+            styles = EXAMPLE_MULTILINE if "\n" in entry["answer"] else EXAMPLE_STYLES
+            want = variant if attempt < rg.FORM_TRIES else "plain"
+            line = _sample(t, entry, right, pool, rng, styles, n // 2, want)
+            if line is not None and line["label"] == right:
+                line.pop("style")
+                lines.append(line)
+                k += attempt + 1
+                break
     assert len(lines) == 8, f"{name}: cannot draw 8 labeled examples"
     return lines
 

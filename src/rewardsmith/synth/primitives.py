@@ -241,7 +241,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         f"    answer = {find}(text)\n"
         f"    if answer is None{' or reference is None' if c.reference_extractor else ''}:\n"
         "        return 0.0\n"
-        "    if hedges(text, reference, answer_is_right):\n"
+        "    if hedges(text, reference, answer_is_right, answer):\n"
         "        return 0.0\n"
         "    return 1.0 if answer_is_right(answer, reference) else 0.0"
     )
@@ -267,7 +267,7 @@ HEDGE_SECTION = (
 )
 HEDGE_CHECK = textwrap.dedent(
     '''
-    def hedges(text, reference, is_right):
+    def hedges(text, reference, is_right, answer=None):
         """Whether the completion hedges: it offers several answers (rewardsmith.answers)
         and not every one is right, or only answers it negates. Answers are split into
         alternatives as the reference allows (`split_for`: a list only at hedging words,
@@ -278,16 +278,16 @@ HEDGE_CHECK = textwrap.dedent(
             return negated_count > 0
         if len(offered) <= 1 or all(is_right(item, reference) for item in offered):
             return False
-        # a reference that itself reads as several ("this work or any other work"): its
-        # own words split the answer, and the whole answer is compared with it
-        return len(read_answers(reference, split)[0]) < len(offered)
+        # a reference that itself reads as several ("this work or any other work"), and
+        # every value offered inside the one answer read: its own words split it
+        inside = answer is not None and all(item in answer for item in offered)
+        return not (inside and len(read_answers(reference, split)[0]) >= len(offered))
     '''
 ).strip()
 
 
 def _answer_is_right(compared: str, sentence_end: bool = False) -> str:
-    """`answer_is_right`; `sentence_end`: a reference ending a sentence also matches an
-    answer read from a sentence without its period (`rewardsmith.answers.reading`)."""
+    """`answer_is_right`; `sentence_end`: see `rewardsmith.answers.same_after_sentence_end`."""
     if not sentence_end:
         return (
             "def answer_is_right(answer, reference):\n"
@@ -369,7 +369,7 @@ def render_check(composition: Composition) -> tuple[list[str], list[str]]:
         f"    answer = {find}(text)\n"
         "    if answer is None or reference is None:\n"
         "        return False\n"
-        "    if hedges(text, reference, answer_is_right):\n"
+        "    if hedges(text, reference, answer_is_right, answer):\n"
         "        return False\n"
         "    return answer_is_right(answer, reference)"
     )
@@ -449,13 +449,12 @@ class Evaluator:
         answer = self.extract(composition, completion)
         if answer is None or ref is None or answer is FAILED or ref is FAILED:
             return 0.0
-        if self.hedges(composition, (completion or "")[-MAX_COMPLETION_CHARS:], ref):
+        if self.hedges(composition, (completion or "")[-MAX_COMPLETION_CHARS:], ref, answer):
             return 0.0
         return 1.0 if self._right(composition, answer, ref) else 0.0
 
     def _right(self, composition: Composition, answer: str, ref: str) -> bool:
-        """The rendered `answer_is_right`: normalize both sides, compare (a reference's
-        sentence end aside, for the any-style reading)."""
+        """The rendered `answer_is_right` (a reference's sentence end aside, any-style)."""
         if ANY_STYLE in composition.extractors:
             return bool(
                 self._ns["same_after_sentence_end"](
@@ -473,7 +472,7 @@ class Evaluator:
         same = self.apply(composition.comparator, answer, ref)
         return same is not FAILED and bool(same)
 
-    def hedges(self, composition: Composition, text: str, ref: str) -> bool:
+    def hedges(self, composition: Composition, text: str, ref: str, answer: Any = None) -> bool:
         """The rendered `hedges`: several answers offered and not every one right, or only
         negated ones (`rewardsmith.answers`); cached per text like a primitive."""
         offered, _, negated = self._reading(text, ref)
@@ -481,7 +480,8 @@ class Evaluator:
             return bool(negated)
         if len(offered) <= 1 or all(self._right(composition, o, ref) for o in offered):
             return False
-        return len(self._reading(ref, ref)[0]) < len(offered)
+        inside = answer is not None and all(item in answer for item in offered)
+        return not (inside and len(self._reading(ref, ref)[0]) >= len(offered))
 
     def _reading(self, text: str, ref: str) -> Any:
         """`read_answers(text, split_for(ref))`, cached per text like a primitive."""

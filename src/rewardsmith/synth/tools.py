@@ -89,7 +89,7 @@ def explain(composition: Any, sample: Sample, score: float) -> str:
         return "no final answer found in any common style"
     style, answer = found
     ev = shared_evaluator()
-    if sample.reference is not None and ev.hedges(composition, text, sample.reference):
+    if sample.reference is not None and ev.hedges(composition, text, sample.reference, answer):
         return f"read {answer[:80]!r} ({style}), but the completion offers other answers too"
     norms = ", ".join(NORMALIZERS[n].summary for n in composition.normalizers)
     how = composition.comparator.replace("_", " ") + (f" after {norms}" if norms else "")
