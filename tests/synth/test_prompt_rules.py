@@ -28,9 +28,16 @@ def test_rules_of(prompt: str, rules: list[str]) -> None:
     assert rules_of(prompt) == rules
 
 
-WORDS = [("kiwi", "fig", "plum"), ("pear", "lime", "date"), ("apple", "melon", "grape"),
-         ("olive", "guava", "peach"), ("mango", "lemon", "cherry"), ("pecan", "hazel", "acorn"),
-         ("quince", "papaya", "banana"), ("cashew", "walnut", "almond")]
+WORDS = [
+    ("kiwi", "fig", "plum"),
+    ("pear", "lime", "date"),
+    ("apple", "melon", "grape"),
+    ("olive", "guava", "peach"),
+    ("mango", "lemon", "cherry"),
+    ("pecan", "hazel", "acorn"),
+    ("quince", "papaya", "banana"),
+    ("cashew", "walnut", "almond"),
+]
 
 
 def lines(suffix: str) -> list[Example]:
