@@ -9,7 +9,7 @@ import pytest
 from rewardsmith.synth.codeverify import synthesize_offline
 from rewardsmith.synth.examples import Example
 from rewardsmith.synth.primitives import compile_program
-from rewardsmith.synth.prompt_rules import rules_of
+from rewardsmith.synth.prompt_rules import is_mapping, rules_of
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,17 @@ def test_any_order_in_the_prompt_makes_order_free(suffix: str, paid: float) -> N
         ["kiwi, fig, plum"] * 2,
     )
     assert scores == [paid, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("reference", "mapping"),
+    [
+        ("E=4,F=1,H=8", True),
+        ("x: 1; y: 2", True),
+        ("A=1,A=2", False),  # one name twice: no mapping
+        ("apple, kiwi", False),
+        ("E=4", False),
+    ],
+)
+def test_is_mapping(reference: str, mapping: bool) -> None:
+    assert is_mapping(reference) is mapping

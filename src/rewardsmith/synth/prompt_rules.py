@@ -10,6 +10,9 @@ another. When a fit line's prompt says
 - "ignore spaces" / "ignoring whitespace" / "spacing does not matter": the reference with
   its spaces doubled is right;
 
+and, from the reference's own structure, a list of assignments to distinct names
+("E=4,F=1,H=8": a mapping) accepts its items in another order as well;
+
 those answers become positive cases (origin `prompt_rule`) in the styles the completions
 use, so the search must pick a comparison that accepts them. Rules only ever add right
 answers in the same content; they never make a wrong answer right, and a labeled example
@@ -76,6 +79,23 @@ RULES: tuple[tuple[str, re.Pattern[str], Callable[[str], list[str]]], ...] = (
 )
 
 
+# A reference that lists assignments to distinct names ("E=4,F=1,H=8") is a mapping: the
+# order of its items carries nothing (the reference's structure is evidence too).
+_ASSIGNMENT = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_]{0,20})[ \t]*[=:][ \t]*[^,;=:\n]{1,40}")
+
+
+def is_mapping(reference: str) -> bool:
+    """Whether `reference` lists assignments to at least two distinct names."""
+    items = re.split(r"[,;]", reference.strip())
+    names = []
+    for item in items:
+        m = _ASSIGNMENT.fullmatch(item)
+        if m is None:
+            return False
+        names.append(m.group(1))
+    return len(names) >= 2 and len(set(names)) == len(names)
+
+
 def rules_of(prompt: str) -> list[str]:
     """The names of the rules a prompt states."""
     return [name for name, pattern, _ in RULES if pattern.search(prompt)]
@@ -86,8 +106,9 @@ def prompt_cases(lines: Sequence[Example], styles: Sequence[Style]) -> list[Case
     cases: list[Case] = []
     for line in lines:
         answer = answer_of(line.reference)
-        for _, pattern, variants in RULES:
-            if not pattern.search(line.prompt):
+        for name, pattern, variants in RULES:
+            structural = name == "any order" and is_mapping(answer)
+            if not (pattern.search(line.prompt) or structural):
                 continue
             for variant in variants(answer):
                 if variant == answer or not variant.strip():
