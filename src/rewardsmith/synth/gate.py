@@ -206,14 +206,15 @@ def gate_tool(
     rewards = _score(tool, samples)
     judged = rewards[: len(rewards) - len(rewrites)]
     report = _judge(tool, cases, probes, judged, config, (*corpus.classes(), TRIGGER_KIND))
-    if rewrites:
-        report = _styles(report, len(cases), len(held_out), rewrites, rewards, config)
     report.checks["corpus"] = {"seed": corpus.seed, "kind": corpus.kind, "probes": len(probes)}
+    # `runs` (scores that depend on the batch) is the first check: it decides before `styles`
     dependence = batch_dependence(tool, samples, rewards) if report.admitted else ""
     if dependence:
         report = GateReport(
             tool.spec.ref, False, "runs", f"runs: {dependence}", report.checks, config
         )
+    elif rewrites:
+        report = _styles(report, len(cases), len(held_out), rewrites, rewards, config)
     report.seconds = time.perf_counter() - start
     report.checks["runs"].update(_runs_details(tool))
     if "held_out" in report.checks:
