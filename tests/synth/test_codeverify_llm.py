@@ -14,10 +14,10 @@ import pytest
 
 from fake_llm import chat_body, fake_llm
 from llama_server import llama_server
+from rewardsmith.answers import embeddable_source
 from rewardsmith.library.store import Library
 from rewardsmith.llm import client as client_mod
 from rewardsmith.llm.client import LLMClient
-from rewardsmith.answers import embeddable_source
 from rewardsmith.synth.codeverify_llm import extract_code
 from rewardsmith.synth.examples import Example
 from rewardsmith.synth.pipeline import codeverify
