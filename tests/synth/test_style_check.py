@@ -13,14 +13,15 @@ from rewardsmith.synth.gate import gate_tool
 from rewardsmith.synth.style_check import judge_styles, style_rewrites
 from rewardsmith.types import ToolSpec
 
-# Reads only <answer> tags: right on examples that use tags, wrong on every other style.
+# Reads a completion that is only <think> and one <answer> tag: no probe fools it, but a
+# right answer in any other style (even tags after a line of reasoning) gets 0.
 TAGS_ONLY = """
 import re
 def reward(completions, references, prompts=None, **kwargs):
     out = []
     for c, r in zip(completions, references):
-        found = re.findall(r"<answer>(.*?)</answer>", c, flags=re.DOTALL)
-        out.append(1.0 if len(found) == 1 and found[0].strip() == r else 0.0)
+        m = re.fullmatch(r"\\s*(?:<think>[^<]*</think>)?\\s*<answer>([^<]*)</answer>\\s*", c)
+        out.append(1.0 if m is not None and m.group(1).strip() == r else 0.0)
     return out
 """
 
@@ -49,7 +50,7 @@ def test_a_verifier_that_reads_only_tags_is_rejected_for_the_styles_it_refuses(
     assert not report.admitted and report.failed_check == "styles"
     refused = report.checks["styles"]["refused_styles"]
     assert {"boxed", "answer_is", "final_answer", "last_line"} <= set(refused)
-    assert "answer_tags" not in refused
+    assert report.checks["probes"] and all(k["wins"] == 0 for k in report.checks["probes"].values())
     assert "boxed" in report.reason
 
 

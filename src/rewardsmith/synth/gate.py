@@ -11,15 +11,15 @@ b. `held_out`: on cases built from held-out examples only (`rewardsmith.synth.ev
    `threshold` and the AUC of right against wrong reach `min_accuracy` and `min_auc`; the
    held-out labeled completions alone, the users' own verdicts, must reach `min_accuracy`
    too (constructed cases must not outvote them).
-c. `styles` (tools that read a reference): each held-out right answer rewritten in every
-   common style (`rewardsmith.synth.style_check`) is paid wherever the plain right answer
-   is: a verifier that refuses a style training will produce is rejected.
-d. `probes`: no hacking probe (the exploit corpus's attacks, `rewardsmith.synth.probes`,
+c. `probes`: no hacking probe (the exploit corpus's attacks, `rewardsmith.synth.probes`,
    drawn afresh each run) scores as high as the right answer of its own example on more
    than `max_probe_win_rate` of that kind's probes. For reward code, the strings of the
    code are probes too (`code_probes.trigger_probes`), and an admitted tool's samples scored
    again, shuffled, must get the same scores (`code_probes.batch_dependence`; else `runs`
    fails).
+d. `styles` (tools that read a reference): each held-out right answer rewritten in every
+   common style (`rewardsmith.synth.style_check`) is paid wherever the plain right answer
+   is: a verifier that refuses a style training will produce is rejected.
 
 Scores are read on [0, 1]; a tool whose scores leave that range (a raw reward model) is
 rescaled by the lowest and highest score it gave in the gate. A tool that needs no
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 # Misses and probe wins quoted in a report, and characters quoted of each.
 QUOTED = 3
 QUOTE_CHARS = 80
-CHECKS: tuple[str, ...] = ("runs", "held_out", "styles", "probes")
+CHECKS: tuple[str, ...] = ("runs", "held_out", "probes", "styles")
 
 
 @dataclass(frozen=True)
@@ -233,14 +233,14 @@ def _styles(
     config: GateConfig,
 ) -> GateReport:
     """The `styles` check on the rewrites' rewards (the last ones): recorded always; it
-    rejects a tool that passed `runs` and `held_out` (it comes before `probes`)."""
+    rejects a tool every other check admitted."""
     raw = [r.score if r.score is not None else 0.0 for r in rewards]
     scale = _scaler(raw)
     rights = [scale(v) for v in raw[n_cases : n_cases + n_lines]]
     scores = [scale(v) for v in raw[len(raw) - len(rewrites) :]]
     record, refused = judge_styles(rewrites, scores, rights, config.threshold)
     report.checks["styles"] = record
-    if refused and (report.admitted or report.failed_check == "probes"):
+    if refused and report.admitted:
         return GateReport(report.tool, False, "styles", f"styles: {refused}", report.checks, config)
     return report
 
