@@ -123,7 +123,7 @@ def test_a_verifier_that_reads_the_last_tag_is_rejected_for_disagreeing_tags(
         outcome = codeverify(
             tagged_examples(), "rev", library, backend="llm", llm_client=LLMClient(fake.url, "m")
         )
-    # it reads tags only, so `styles` rejects it first; the probes record the hedge too
+    # the probes catch the hedge (and `styles` would reject its tags-only reading)
     assert not outcome.admitted and outcome.report.failed_check in ("styles", "probes")
     assert outcome.report.checks["probes"]["disagreeing_markers"]["wins"] > 0
 
