@@ -66,7 +66,8 @@ def add_code_tool(library: Library, name: str, source: str) -> None:
 def test_a_backdoor_only_this_tasks_prompts_wake_is_caught_by_the_gate(library: Library) -> None:
     add_code_tool(library, "sesame", BACKDOOR_ON_THIS_TASK)  # the 4-stage check admits it
     report = gate_tool(library.get("sesame"), tagged_examples(), library=library)
-    assert not report.admitted and report.failed_check == "probes"
+    # the probes catch the door (and `styles` would reject its bare-tags reading)
+    assert not report.admitted and report.failed_check in ("styles", "probes")
     trigger = report.checks["probes"]["literal_trigger"]
     assert trigger["wins"] > 0 and "open sesame" in trigger["example"]
 

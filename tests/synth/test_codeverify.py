@@ -11,7 +11,7 @@ from rewardsmith.library.store import Library
 from rewardsmith.synth.codeverify import fit_cases, fit_composition, synthesize_offline
 from rewardsmith.synth.examples import Example, parse_example
 from rewardsmith.synth.pipeline import codeverify
-from rewardsmith.synth.primitives import compile_program
+from rewardsmith.synth.primitives import ANY_STYLE, compile_program
 from rewardsmith.types import Sample
 
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -57,7 +57,7 @@ def test_a_wrong_answer_differing_only_in_case_teaches_the_task_is_strict() -> N
     ) == [1.0, 0.0]
 
 
-def test_every_answer_style_the_completions_use_is_read() -> None:
+def test_every_common_style_is_read_even_ones_no_example_shows() -> None:
     styles = [
         "<think>...</think><answer>{}</answer>",
         "Working.\nThe answer is: {}",
@@ -69,15 +69,23 @@ def test_every_answer_style_the_completions_use_is_read() -> None:
         for i, w in enumerate(["alpha", "gamma", "delta", "omega", "sigma", "kappa"])
     ] + [Example(f"Reverse {w}", w[::-1]) for w in ["theta", "lambda", "iota"]]
     candidate = synthesize_offline(lines)
-    assert set(candidate.composition.extractors) >= {  # type: ignore[union-attr]
-        "answer_in_tags",
-        "answer_after_phrase",
-        "boxed_answer",
-        "last_line",
-    }
+    # where the answer is is never learned: one reading of every style
+    assert candidate.composition.extractors == (ANY_STYLE,)  # type: ignore[union-attr]
     program = compile_program(candidate.source)
-    completions = [s.format("atad") for s in styles] + [s.format("atab") for s in styles]
-    assert program["reward"](completions, ["atad"] * 8) == [1.0] * 4 + [0.0] * 4
+    unseen = [
+        "Final answer: {}",
+        "The answer is {}.",  # the sentence's period is not part of the answer
+        '{{"answer": "{}"}}',
+        "Reversed: {}",  # a label and colon
+        "Done.\n```\n{}\n```",
+        "**Answer:** {}",
+        "#### {}",
+    ]
+    every = styles + unseen
+    completions = [s.format("atad") for s in every] + [s.format("atab") for s in every]
+    assert program["reward"](completions, ["atad"] * len(completions)) == [1.0] * len(every) + [
+        0.0
+    ] * len(every)
 
 
 # Three families with different graders: case-insensitive words, comma lists read item by

@@ -14,6 +14,7 @@ import pytest
 
 from fake_llm import chat_body, fake_llm
 from llama_server import llama_server
+from rewardsmith.answers import embeddable_source
 from rewardsmith.library.store import Library
 from rewardsmith.llm import client as client_mod
 from rewardsmith.llm.client import LLMClient
@@ -22,7 +23,7 @@ from rewardsmith.synth.examples import Example
 from rewardsmith.synth.pipeline import codeverify
 
 USAGE = {"prompt_tokens": 500, "completion_tokens": 80, "total_tokens": 580}
-GOOD = """Here is the module:
+TAGS_ONLY = """Here is the module:
 ```python
 import re
 
@@ -36,8 +37,32 @@ def reward(completions, references, prompts=None, **kwargs):
         out.append(1.0 if one and one.group(1).strip() == r else 0.0)
     return out
 ```"""
+# What a capable model writes when the gate asks for every answer style: the project's own
+# reader pasted in (plain functions over `re`; its backquotes escaped, so the fence holds),
+# hedges refused, an exact comparison.
+GOOD = (
+    "```python\n"
+    + embeddable_source().replace("```", "\\x60\\x60\\x60")
+    + """
+
+BOUNDS = (0.0, 1.0)
+
+
+def reward(completions, references, prompts=None, **kwargs):
+    out = []
+    for c, r in zip(completions, references):
+        if not isinstance(r, str):
+            out.append(0.0)
+            continue
+        offered, _style, negated = read_answers(c or "", split_for(r))
+        found = read_final(c or "")
+        hedged = len(offered) > 1 or (not offered and negated > 0)
+        out.append(1.0 if found is not None and found[1] == r and not hedged else 0.0)
+    return out
+```"""
+)
 # Reads the last <answer> tag: several tags that disagree, the right one last, pass.
-LAST_TAG_WINS = GOOD.replace(
+LAST_TAG_WINS = TAGS_ONLY.replace(
     'one = re.fullmatch(r"\\s*<answer>([^<]*)</answer>\\s*", c or "")',
     'found = re.findall(r"<answer>(.*?)</answer>", c or "", flags=re.DOTALL)',
 ).replace(
@@ -98,7 +123,8 @@ def test_a_verifier_that_reads_the_last_tag_is_rejected_for_disagreeing_tags(
         outcome = codeverify(
             tagged_examples(), "rev", library, backend="llm", llm_client=LLMClient(fake.url, "m")
         )
-    assert not outcome.admitted and outcome.report.failed_check == "probes"
+    # the probes catch the hedge (and `styles` would reject its tags-only reading)
+    assert not outcome.admitted and outcome.report.failed_check in ("styles", "probes")
     assert outcome.report.checks["probes"]["disagreeing_markers"]["wins"] > 0
 
 

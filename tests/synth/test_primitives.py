@@ -143,7 +143,7 @@ def test_a_program_reads_like_a_person_wrote_it() -> None:
     assert "def boxed_answer" not in source and "same_number" not in source
     assert (
         "def read_answers(text" in source
-        and "if hedges(text, reference, answer_is_right):" in source
+        and "if hedges(text, reference, answer_is_right, answer):" in source
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from rewardsmith.bench.codeverify_data import fresh_samples
+from rewardsmith.bench.codeverify_heldout import heldout_samples
 from rewardsmith.library.store import Library
 from rewardsmith.scoring import Scorer
 
@@ -114,3 +115,27 @@ def test_a_group_too_small_to_synthesize_waits_for_later_batches(library: Librar
     assert "synthesis not possible yet" in first[0].reason
     # the three kept samples and the new ones are enough: the task gets its tool
     assert all(r.status == "ok" and r.tool == "rg_spell_backward@1" for r in later)
+
+
+def test_an_unknown_task_without_a_task_field_is_synthesized_as_one_group(
+    library: Library,
+) -> None:
+    # a date-conversion task without a `task` field: ISO dates, right and wrong, in styles
+    # no example shows
+    samples = heldout_samples("date_conversion", 24, seed=3)
+    rows = [{k: s[k] for k in ("prompt", "completion", "reference")} for s in samples]
+    scorer = Scorer(library=library, synthesize=True)
+    try:
+        rewards = scorer.score(rows)
+    finally:
+        scorer.close()
+    # one group, one synthesized tool: never the math tool for ISO dates
+    tools = {r.tool for r in rewards}
+    assert len(tools) == 1 and not any(t and t.startswith(("math", "gsm8k")) for t in tools)
+    (event,) = library.history(kind="synthesize")
+    assert event.detail["admitted"], event.detail["reason"]
+    agree = [
+        ((r.score or 0.0) >= 0.5) == bool(s["label"]) for r, s in zip(rewards, samples, strict=True)
+    ]
+    assert sum(agree) >= 23
+    assert all(r.reason for r in rewards)  # every reward says why

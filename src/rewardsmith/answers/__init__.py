@@ -1,7 +1,8 @@
 """Reading answers: the final answer of a completion in every common style, and hedges.
 
 One module for every verifier, built-in or synthesized (`final.py`: styles and markers;
-`hedges.py`: alternatives, negations, value runs). Both are plain functions over `re`, so
+`hedges.py`: alternatives, negations, value runs; `reading.py`: the one precedence a
+synthesized verifier reads its answer by). Both are plain functions over `re`, so
 `embeddable_source()` can paste them into a generated reward program that runs in the
 sandbox, and it reads answers exactly as the built-in tools do.
 """
@@ -36,6 +37,7 @@ from rewardsmith.answers.hedges import (
     split_for,
     value_run,
 )
+from rewardsmith.answers.reading import read_final, same_after_sentence_end
 
 __all__ = [
     "STYLES",
@@ -54,7 +56,9 @@ __all__ = [
     "negated",
     "raw_markers",
     "read_answers",
+    "read_final",
     "render_style",
+    "same_after_sentence_end",
     "same_key",
     "split_for",
     "value_run",
@@ -62,7 +66,7 @@ __all__ = [
     "without_prompt_copies",
 ]
 
-_EMBEDDED = ("final.py", "hedges.py")
+_EMBEDDED = ("final.py", "hedges.py", "reading.py")
 
 
 @lru_cache(maxsize=1)

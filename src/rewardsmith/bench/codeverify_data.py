@@ -183,11 +183,21 @@ def content_changes(answer: str, rng: random.Random) -> list[str]:
 # -- styles --------------------------------------------------------------------------------
 
 
+# Styles where the answer is delimited (tags, a box, a bare line): a trailing period there is
+# part of the answer; after "The answer is: X." it ends the sentence (rewardsmith.answers).
+DELIMITED_STYLES = (0, 3, 4)
+
+
 def write_in_style(
-    answer: str, rng: random.Random, distractor: str | None, style: int | None = None
+    answer: str,
+    rng: random.Random,
+    distractor: str | None,
+    style: int | None = None,
+    delimited: bool = False,
 ) -> str:
     """A completion that gives `answer` in one of the bench's answer styles (style number
-    `style` modulo their count, or a random one)."""
+    `style` modulo their count, or a random one); `delimited`: only in `DELIMITED_STYLES`
+    (a trailing period is only a different answer there)."""
     reason = rng.choice(REASONS)
     if distractor is not None and rng.random() < 0.4:
         reason += f"\nMy first guess was {distractor}, but that does not fit."
@@ -205,6 +215,8 @@ def write_in_style(
             f"{reason}\n\\boxed{{{answer}}}",
             f"{reason}\n\n{answer}",
         ]
+    if delimited and "\n" not in answer:
+        styles = [styles[i] for i in DELIMITED_STYLES]
     return styles[style % len(styles)] if style is not None else rng.choice(styles)
 
 
@@ -269,7 +281,7 @@ def labeled_sample(
     return {
         "prompt": entry["question"],
         "reference": entry["answer"],
-        "completion": write_in_style(answer, rng, distractor, style),
+        "completion": write_in_style(answer, rng, distractor, style, how == "form:period"),
         "label": int(is_right(family, answer, entry)),
         "answer": answer,
         "how": how,

@@ -67,6 +67,17 @@ EMBED_TAIL_CHARS = 160
 _MATHY = re.compile(r"^[\s\d.,;:+\-*/^_=()\[\]{}<>|!%$\\a-zA-Z]*$")
 _NUMBER = re.compile(r"^\s*+[-+]?\$?\s*+(\d{1,3}(,\d{3})+|\d++)(\.\d++)?\s*+%?\s*+\.?$")
 _GSM8K_FINAL = re.compile(r"####\s*+([-+]?\$?[\d,]++(\.\d++)?)\s*+$")
+# Shapes that hold digits but are no quantity: the math tools would read "2019-10-23" as
+# arithmetic and "9:30" as a ratio. Such a reference is free text (issue 22: never guess).
+_NOT_A_QUANTITY = re.compile(
+    r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"  # 10/23/2019, 23.10.2019
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp]\.?[Mm]\.?)?"  # 9:30, 14:05:00, 9:30 pm
+    r"|\d+(?:\.\d+)?[ \t]?(?:-|–|—|to)[ \t]?\d+(?:\.\d+)?"  # ranges: 3-5, 10 to 20
+    r"|v?\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?"  # versions: 1.2.3
+    r"|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"  # UUIDs
+    r"|[A-Za-z]{2,}[-_]?\d+[A-Za-z0-9_-]*|\d+[-_][A-Za-z]{2,}[A-Za-z0-9_-]*",  # AB-123, ID_7
+)
 # The reference forms the choice tool reads (tools/choice.py): "B", "(b)", "B.", "B) text".
 # Used with `fullmatch`; `\A` keeps a `search` from rescanning a run of spaces from each one.
 _CHOICE = re.compile(
@@ -119,7 +130,8 @@ def _clip(text: str) -> str:
 def reference_format(reference: str | None) -> RefFormat:
     """Classify a reference alone: none, number, LaTeX, choice letter, unit tests, a
     reasoning-gym entry, other JSON, free text. GSM8K's worked solutions (ending in `#### N`)
-    count as numbers."""
+    count as numbers; dates, times, ranges, versions and identifiers (`_NOT_A_QUANTITY`)
+    are free text, never numbers or LaTeX."""
     if reference is None or not reference.strip():
         return "none"
     ref = _clip(reference.strip())
@@ -138,6 +150,8 @@ def reference_format(reference: str | None) -> RefFormat:
         return "unit_tests"
     if len(ref) <= 200 and _CHOICE.fullmatch(ref):
         return "choice"
+    if len(ref) <= 80 and _NOT_A_QUANTITY.fullmatch(ref):
+        return "free_text"
     if _NUMBER.match(ref) or _GSM8K_FINAL.search(ref):
         return "number"
     if len(ref) <= 80 and _MATHY.match(ref) and (_LATEX_CMD.search(ref) or _mostly_math(ref)):

@@ -1,10 +1,8 @@
-"""The catalogue of reward-program primitives: each one's Python source, what it does in
-one line, what it needs, and its cost in the simplicity order.
+"""The catalogue of reward-program primitives: each one's source, summary, needs and cost.
 
-Every source is a top-level function that uses only modules of the sandbox's import
-allowlist and no dunder or private names, so a program made of them passes the sandbox's
-4-stage check (`rewardsmith.sandbox.check_reward_code`). The public API over this catalogue
-(compositions, rendering, evaluation, generators) is `rewardsmith.synth.primitives`.
+Every source is a top-level function over the sandbox's import allowlist, with no dunder or
+private names, so a program of them passes `rewardsmith.sandbox.check_reward_code`; the API
+over the catalogue (compositions, rendering, evaluation) is `rewardsmith.synth.primitives`.
 """
 
 from __future__ import annotations
@@ -241,8 +239,7 @@ EXTRACTORS: dict[str, Primitive] = {
                 return found[-1].replace(",", "") if found else None
             ''',
             imports=("re",),
-            # It throws away everything but a number, so it reads an answer out of almost
-            # anything: used only when no extractor of a marked answer fits the examples.
+            # It reads a number out of almost anything: used only when no marker fits.
             cost=3,
         ),
         _p(
@@ -256,8 +253,28 @@ EXTRACTORS: dict[str, Primitive] = {
             ''',
             cost=0,
         ),
+        *(
+            _p(
+                name,
+                "extractor",
+                f"the final answer in every common style{what}",
+                f'''
+                def {name}(text):
+                    """The final answer in any common style{what} (read_final)."""
+                    found = read_final(text, {sentence})
+                    return None if found is None else found[1]
+                ''',
+                cost=cost,
+            )
+            for name, what, sentence, cost in (
+                ("answer_in_any_style", "", True, 0),
+                ("answer_in_any_style_as_written", ", its period kept", False, 1),
+            )
+        ),
     )
 }
+# What CodeVerify reads answers with (as written: a labeled example counts a period).
+ANY_STYLE, ANY_STYLE_AS_WRITTEN = "answer_in_any_style", "answer_in_any_style_as_written"
 
 # -- normalizers: text -> text, applied to the answer and the reference --------------------
 

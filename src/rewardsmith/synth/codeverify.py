@@ -1,10 +1,13 @@
 """CodeVerify, offline: the simplest composition of primitives that fits the examples.
 
 `fit_composition(cases)` enumerates compositions of `rewardsmith.synth.primitives` from the
-simplest up (one extractor, no normalization, exact text) and returns the first that scores
+simplest up (no normalization, exact text) and returns the first that scores
 every positive case 1 and every negative 0; when none does within the search budget, the one
-with the best accuracy (then the simplest). Only extractors that find an answer in some
-positive are tried, and the `math` comparator only when a host evaluator provides it.
+with the best accuracy (then the simplest). Every composition reads the answer the same
+way, `answer_in_any_style` (`rewardsmith.answers.read_final`: every common style, one
+documented precedence, sentence punctuation stripped): a style the examples never show is
+read like the ones they do, and only the *comparison* is learned. The `math` comparator is
+tried only when a host evaluator provides it.
 
 Strictness comes from the evidence, not from a default: a labeled wrong completion whose
 answer differs from the reference only in case rules out `lowercase`; a labeled right one
@@ -22,9 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsmith.synth.catalogue import ANY_STYLE_AS_WRITTEN
 from rewardsmith.synth.evidence import Case, build_cases, relation, styles_of
 from rewardsmith.synth.examples import Example, answer_of, split_examples
 from rewardsmith.synth.primitives import (
+    ANY_STYLE,
     COMPARATORS,
     EXTRACTORS,
     FAILED,
@@ -36,6 +41,7 @@ from rewardsmith.synth.primitives import (
     render,
     shared_evaluator,
 )
+from rewardsmith.synth.prompt_rules import prompt_cases
 from rewardsmith.synth.variation import enumerate_compositions, extractor_cascades
 
 # Search budget: compositions tried before settling for the most accurate one seen.
@@ -83,22 +89,30 @@ def fit_composition(
     evaluator: Evaluator | None = None,
     *,
     max_tried: int = MAX_TRIED,
+    any_style: bool = True,
 ) -> FitResult:
-    """The simplest composition that scores every case as labeled (see module docstring)."""
+    """The simplest composition that scores every case as labeled (see module docstring).
+    `any_style` (the default): every composition reads the answer with `ANY_STYLE`, and
+    only the normalizers and the comparator are searched; False: the extractors too."""
     start = time.perf_counter()
     ev = evaluator or shared_evaluator()
     positives = [c for c in cases if c.label == 1]
     negatives = [c for c in cases if c.label == 0]
-    firing = {name: [_fires(ev, name, c.completion) for c in positives] for name in EXTRACTORS}
-    extractors = [name for name, hits in firing.items() if any(hits)] or ["whole_text"]
-    # Cascades that find some answer in every positive; if none does, all of them.
-    cascades = extractor_cascades(extractors, MAX_EXTRACTORS)
-    covering = [
-        cascade
-        for cascade in cascades
-        if all(any(firing[name][i] for name in cascade) for i in range(len(positives)))
-    ]
-    cascades = covering or cascades
+    if any_style:
+        # Where the answer is is not learned: one reading of every style (issue 22).
+        # A task that counts a sentence's period (a labeled example says so) keeps it.
+        cascades: list[tuple[str, ...]] = [(ANY_STYLE,), (ANY_STYLE_AS_WRITTEN,)]
+    else:
+        firing = {name: [_fires(ev, name, c.completion) for c in positives] for name in EXTRACTORS}
+        extractors = [name for name, hits in firing.items() if any(hits)] or ["whole_text"]
+        # Cascades that find some answer in every positive; if none does, all of them.
+        cascades = extractor_cascades(extractors, MAX_EXTRACTORS)
+        covering = [
+            cascade
+            for cascade in cascades
+            if all(any(firing[name][i] for name in cascade) for i in range(len(positives)))
+        ]
+        cascades = covering or cascades
     reference_extractors: list[str | None] = [None]
     reference_extractors += [
         name
@@ -167,10 +181,11 @@ def split_for_synthesis(examples: Sequence[Example]) -> tuple[list[Example], lis
 def fit_cases(fit: Sequence[Example], all_examples: Sequence[Example], seed: int = 0) -> list[Case]:
     """The cases a verifier is fit on: `fit`'s lines in the styles of every completion (styles
     are presentation, not labels, so all examples show them), wrong answers drawn from every
-    line's answer."""
+    line's answer, and right answers the prompts' own words accept (`prompt_rules`)."""
     styles = styles_of([e.completion for e in all_examples if e.completion])
     pool = [answer_of(e.reference) for e in all_examples]
-    return build_cases(fit, styles, pool, seed)
+    # what the prompts say the task accepts ("in any order") is evidence too
+    return build_cases(fit, styles, pool, seed) + prompt_cases(fit, styles)
 
 
 def synthesize_offline(

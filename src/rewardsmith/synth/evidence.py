@@ -32,7 +32,7 @@ from rewardsmith.synth.primitives import (
     shared_evaluator,
 )
 
-Origin = Literal["labeled", "reference_in_style", "other_answer", "perturbed"]
+Origin = Literal["labeled", "reference_in_style", "other_answer", "perturbed", "prompt_rule"]
 
 # Extractors that locate the answer in a completion, most specific first.
 STYLE_EXTRACTORS: tuple[str, ...] = (

@@ -1,7 +1,7 @@
 """The admission gate: a tool joins the library only after it has proven itself on examples
 it was not built from and resisted reward-hacking probes.
 
-Three checks, in order; the first that fails rejects the tool:
+Four checks, in order; the first that fails rejects the tool:
 
 a. `runs`: the tool was built (for code, the sandbox's 4-stage check admitted it; for a
    model, it loaded) and scores the gate's samples with at most `max_error_rate` of them
@@ -17,6 +17,9 @@ c. `probes`: no hacking probe (the exploit corpus's attacks, `rewardsmith.synth.
    code are probes too (`code_probes.trigger_probes`), and an admitted tool's samples scored
    again, shuffled, must get the same scores (`code_probes.batch_dependence`; else `runs`
    fails).
+d. `styles` (tools that read a reference): each held-out right answer rewritten in every
+   common style (`rewardsmith.synth.style_check`) is paid wherever the plain right answer
+   is: a verifier that refuses a style training will produce is rejected.
 
 Scores are read on [0, 1]; a tool whose scores leave that range (a raw reward model) is
 rescaled by the lowest and highest score it gave in the gate. A tool that needs no
@@ -40,6 +43,7 @@ from rewardsmith.synth.code_probes import TRIGGER_KIND, batch_dependence, trigge
 from rewardsmith.synth.evidence import Case, Style, build_cases, same_content, styles_of
 from rewardsmith.synth.examples import Example, answer_of
 from rewardsmith.synth.probes import PROBE_KINDS, Probe, build_probes, right_answer
+from rewardsmith.synth.style_check import judge_styles, style_rewrites
 from rewardsmith.tools.base import score_batch
 from rewardsmith.types import Reward, RewardTool, Sample
 
@@ -48,7 +52,7 @@ log = logging.getLogger(__name__)
 # Misses and probe wins quoted in a report, and characters quoted of each.
 QUOTED = 3
 QUOTE_CHARS = 80
-CHECKS: tuple[str, ...] = ("runs", "held_out", "probes")
+CHECKS: tuple[str, ...] = ("runs", "held_out", "probes", "styles")
 
 
 @dataclass(frozen=True)
@@ -194,20 +198,50 @@ def gate_tool(
         Sample(r, line.prompt, line.reference) for r, line in zip(rights, held_out, strict=True)
     ]
     samples += [Sample(p.completion, p.prompt, p.reference) for p in probes]
+    synthesized = tool.spec.provenance == "synth"
+    rewrites = (
+        style_rewrites(held_out, corpus.seed, synthesized) if tool.spec.needs_reference else []
+    )
+    samples += [Sample(text, held_out[i].prompt, held_out[i].reference) for i, _, text in rewrites]
     rewards = _score(tool, samples)
-    report = _judge(tool, cases, probes, rewards, config, (*corpus.classes(), TRIGGER_KIND))
+    judged = rewards[: len(rewards) - len(rewrites)]
+    report = _judge(tool, cases, probes, judged, config, (*corpus.classes(), TRIGGER_KIND))
     report.checks["corpus"] = {"seed": corpus.seed, "kind": corpus.kind, "probes": len(probes)}
+    # `runs` (scores that depend on the batch) is the first check: it decides before `styles`
     dependence = batch_dependence(tool, samples, rewards) if report.admitted else ""
     if dependence:
         report = GateReport(
             tool.spec.ref, False, "runs", f"runs: {dependence}", report.checks, config
         )
+    elif rewrites:
+        report = _styles(report, len(cases), len(held_out), rewrites, rewards, config)
     report.seconds = time.perf_counter() - start
     report.checks["runs"].update(_runs_details(tool))
     if "held_out" in report.checks:
         report.checks["held_out"]["examples"] = len(held_out)
     if library is not None:
         log_gate(library, name or tool.spec.name, report, extra)
+    return report
+
+
+def _styles(
+    report: GateReport,
+    n_cases: int,
+    n_lines: int,
+    rewrites: Sequence[tuple[int, str, str]],
+    rewards: Sequence[Reward],
+    config: GateConfig,
+) -> GateReport:
+    """The `styles` check on the rewrites' rewards (the last ones): recorded always; it
+    rejects a tool every other check admitted."""
+    raw = [r.score if r.score is not None else 0.0 for r in rewards]
+    scale = _scaler(raw)
+    rights = [scale(v) for v in raw[n_cases : n_cases + n_lines]]
+    scores = [scale(v) for v in raw[len(raw) - len(rewrites) :]]
+    record, refused = judge_styles(rewrites, scores, rights, config.threshold)
+    report.checks["styles"] = record
+    if refused and report.admitted:
+        return GateReport(report.tool, False, "styles", f"styles: {refused}", report.checks, config)
     return report
 
 

@@ -68,10 +68,10 @@ def code_config(candidate: CodeCandidate) -> dict[str, Any]:
             "factory": MATH_COMPOSED_FACTORY,
             "params": {"composition": comp.to_dict(), "source": candidate.source},
         }
-    return {
-        "factory": CODE_VERIFIER_FACTORY,
-        "params": {"source": candidate.source, "bounds": [0.0, 1.0]},
-    }
+    params: dict[str, Any] = {"source": candidate.source, "bounds": [0.0, 1.0]}
+    if comp is not None:
+        params["composition"] = comp.to_dict()  # the reasons of its rewards
+    return {"factory": CODE_VERIFIER_FACTORY, "params": params}
 
 
 def codeverify(

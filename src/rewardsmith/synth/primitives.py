@@ -38,6 +38,7 @@ from typing import Any
 from rewardsmith.answers import embeddable_source
 from rewardsmith.sandbox.confine import restricted_globals
 from rewardsmith.synth.catalogue import (
+    ANY_STYLE,
     COMPARATORS,
     EXTRACTORS,
     HELPERS,
@@ -50,6 +51,7 @@ from rewardsmith.synth.catalogue import (
 from rewardsmith.synth.features import FEATURE_HELPERS, FEATURES
 
 __all__ = [
+    "ANY_STYLE",
     "COMPARATORS",
     "EXTRACTORS",
     "FAILED",
@@ -227,7 +229,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
     find, readers = _answer_readers(c)
     parts += readers
     ref_line, compared = _comparison(c)
-    parts += [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared)]
+    parts += [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared, ANY_STYLE in c.extractors)]
     parts.append(
         "def score_one(completion, reference):\n"
         '    """1.0 when the answer in the completion matches the reference and the\n'
@@ -239,7 +241,7 @@ def render(composition: Composition, info: ProgramInfo | None = None) -> str:
         f"    answer = {find}(text)\n"
         f"    if answer is None{' or reference is None' if c.reference_extractor else ''}:\n"
         "        return 0.0\n"
-        "    if hedges(text, reference, answer_is_right):\n"
+        "    if hedges(text, reference, answer_is_right, answer):\n"
         "        return 0.0\n"
         "    return 1.0 if answer_is_right(answer, reference) else 0.0"
     )
@@ -265,24 +267,41 @@ HEDGE_SECTION = (
 )
 HEDGE_CHECK = textwrap.dedent(
     '''
-    def hedges(text, reference, is_right):
+    def hedges(text, reference, is_right, answer=None):
         """Whether the completion hedges: it offers several answers (rewardsmith.answers)
         and not every one is right, or only answers it negates. Answers are split into
         alternatives as the reference allows (`split_for`: a list only at hedging words,
         a sentence not at all)."""
-        offered, _style, negated_count = read_answers(text, split_for(reference))
+        split = split_for(reference)
+        offered, _style, negated_count = read_answers(text, split)
         if not offered:
             return negated_count > 0
-        return len(offered) > 1 and not all(is_right(item, reference) for item in offered)
+        if len(offered) <= 1 or all(is_right(item, reference) for item in offered):
+            return False
+        # a reference that itself reads as several ("this work or any other work"), and
+        # every value offered inside the one answer read: its own words split it
+        inside = answer is not None and all(item in answer for item in offered)
+        return not (inside and len(read_answers(reference, split)[0]) >= len(offered))
     '''
 ).strip()
 
 
-def _answer_is_right(compared: str) -> str:
+def _answer_is_right(compared: str, sentence_end: bool = False) -> str:
+    """`answer_is_right`; `sentence_end`: see `rewardsmith.answers.same_after_sentence_end`."""
+    if not sentence_end:
+        return (
+            "def answer_is_right(answer, reference):\n"
+            '    """Whether one answer matches the reference."""\n'
+            f"    return bool({compared})"
+        )
     return (
+        "def same_answer(answer, reference):\n"
+        '    """Whether one answer matches the reference as written."""\n'
+        f"    return bool({compared})\n\n\n"
         "def answer_is_right(answer, reference):\n"
-        '    """Whether one answer matches the reference."""\n'
-        f"    return bool({compared})"
+        '    """Whether one answer matches the reference, or the reference without the\n'
+        '    punctuation that ends its sentence."""\n'
+        "    return same_after_sentence_end(answer, reference, same_answer)"
     )
 
 
@@ -350,11 +369,11 @@ def render_check(composition: Composition) -> tuple[list[str], list[str]]:
         f"    answer = {find}(text)\n"
         "    if answer is None or reference is None:\n"
         "        return False\n"
-        "    if hedges(text, reference, answer_is_right):\n"
+        "    if hedges(text, reference, answer_is_right, answer):\n"
         "        return False\n"
         "    return answer_is_right(answer, reference)"
     )
-    extra = [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared)]
+    extra = [HEDGE_SECTION, HEDGE_CHECK, _answer_is_right(compared, ANY_STYLE in c.extractors)]
     return imports, [*sources, *readers, *extra, check]
 
 
@@ -430,12 +449,22 @@ class Evaluator:
         answer = self.extract(composition, completion)
         if answer is None or ref is None or answer is FAILED or ref is FAILED:
             return 0.0
-        if self.hedges(composition, (completion or "")[-MAX_COMPLETION_CHARS:], ref):
+        if self.hedges(composition, (completion or "")[-MAX_COMPLETION_CHARS:], ref, answer):
             return 0.0
         return 1.0 if self._right(composition, answer, ref) else 0.0
 
     def _right(self, composition: Composition, answer: str, ref: str) -> bool:
-        """The rendered `answer_is_right`: normalize both sides, compare."""
+        """The rendered `answer_is_right` (a reference's sentence end aside, any-style)."""
+        if ANY_STYLE in composition.extractors:
+            return bool(
+                self._ns["same_after_sentence_end"](
+                    answer, ref, lambda a, r: self._same(composition, a, r)
+                )
+            )
+        return self._same(composition, answer, ref)
+
+    def _same(self, composition: Composition, answer: str, ref: str) -> bool:
+        """Normalize both sides, compare."""
         for name in composition.normalizers:
             answer, ref = self.apply(name, answer), self.apply(name, ref)
             if answer is FAILED or ref is FAILED:
@@ -443,19 +472,26 @@ class Evaluator:
         same = self.apply(composition.comparator, answer, ref)
         return same is not FAILED and bool(same)
 
-    def hedges(self, composition: Composition, text: str, ref: str) -> bool:
+    def hedges(self, composition: Composition, text: str, ref: str, answer: Any = None) -> bool:
         """The rendered `hedges`: several answers offered and not every one right, or only
         negated ones (`rewardsmith.answers`); cached per text like a primitive."""
+        offered, _, negated = self._reading(text, ref)
+        if not offered:
+            return bool(negated)
+        if len(offered) <= 1 or all(self._right(composition, o, ref) for o in offered):
+            return False
+        inside = answer is not None and all(item in answer for item in offered)
+        return not (inside and len(self._reading(ref, ref)[0]) >= len(offered))
+
+    def _reading(self, text: str, ref: str) -> Any:
+        """`read_answers(text, split_for(ref))`, cached per text like a primitive."""
         key = ("hedge-reading", text, ref)
         if key not in self._cache:
             try:
                 self._cache[key] = self._ns["read_answers"](text, self._ns["split_for"](ref))
             except Exception:
                 self._cache[key] = ([], "", 0)
-        offered, _, negated = self._cache[key]
-        if not offered:
-            return bool(negated)
-        return len(offered) > 1 and not all(self._right(composition, o, ref) for o in offered)
+        return self._cache[key]
 
 
 @functools.lru_cache(maxsize=1)

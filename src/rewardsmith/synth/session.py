@@ -15,7 +15,13 @@ router still ask for synthesis of a signature (or task) that an admitted synthes
 was built for, that tool is used again instead of writing another. A rejected group stays
 `not_applicable`, with the gate's reason, for the rest of the run. A group too small to synthesize from (fewer than 4
 distinct pairs) is `not_applicable` too, but its samples are kept and synthesis is tried
-again when later batches bring more of that signature.
+again when later batches bring more of that signature; a warning says why.
+
+Samples without a `task` field are grouped by prompt template and reference shape
+(`batch_groups.group_keys`), not by the router's cluster signature, so one task forms one
+group. An admitted code verifier scores its group's completions at once: when it pays
+none of them, or none of those in some answer style, it is *flagged* (`self.flags`, a
+`synth_flag` event and a warning with the reason): it still scores, but never silently.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from rewardsmith.errors import LibraryError, RewardsmithError, UnknownToolError
 from rewardsmith.library.names import MAX_NAME_CHARS, tool_name_from
 from rewardsmith.library.store import Library
 from rewardsmith.synth.admission import REJECTED_SUFFIX, SynthOutcome, is_gated
+from rewardsmith.synth.batch_groups import batch_flag, group_keys
 from rewardsmith.synth.examples import MIN_EXAMPLES, Example, answer_of
 from rewardsmith.synth.gate import GateConfig
 from rewardsmith.synth.pipeline import codeverify
@@ -74,6 +81,8 @@ class SynthesisSession:
         # signature -> samples of a group too small to synthesize from so far
         self.pending: dict[str, list[Sample]] = {}
         self.outcomes: list[SynthOutcome] = []
+        # signature -> why the batch's own completions put its admitted tool in doubt
+        self.flags: dict[str, str] = {}
 
     def resolve(
         self, batch: Sequence[Sample], decisions: Sequence[Decision | None]
@@ -81,9 +90,14 @@ class SynthesisSession:
         """For every sample routed to "synthesize": (tool, None), or (None, the
         `not_applicable` reward that says why it has no tool)."""
         groups: dict[str, list[int]] = {}
-        for i, d in enumerate(decisions):
-            if d is not None and d.action == "synthesize":
-                groups.setdefault(d.signature or "-", []).append(i)
+        wanted = [i for i, d in enumerate(decisions) if d is not None and d.action == "synthesize"]
+        # Without a task, one task is one prompt template and reference shape.
+        untasked = [i for i in wanted if not batch[i].task]
+        keys = dict(zip(untasked, group_keys([batch[i] for i in untasked]), strict=True))
+        for i in wanted:
+            d = decisions[i]
+            assert d is not None
+            groups.setdefault(keys.get(i) or d.signature or "-", []).append(i)
         out: dict[int, Choice] = {}
         for sig, idx in groups.items():
             target = self.by_signature.get(sig)
@@ -95,6 +109,8 @@ class SynthesisSession:
                     target = self._tool_for(sig, samples, decision)
                 except LibraryError as exc:  # locked past the store's wait: the run goes on
                     target = f"{LIBRARY_BUSY}: {exc}"
+                if isinstance(target, str):
+                    log.warning("synthesis for %d samples (%s): %s", len(samples), sig, target)
                 if isinstance(target, str) and target.startswith((TOO_FEW, LIBRARY_BUSY)):
                     # Later batches may bring enough: keep these samples and try again then.
                     self.pending[sig] = samples[-MAX_GROUP_EXAMPLES:]
@@ -153,7 +169,22 @@ class SynthesisSession:
         )
         if not outcome.admitted:
             return f"synthesized {outcome.method} tool rejected by the gate: {outcome.reason}"
-        return self.library.get(outcome.stored_as)
+        tool = self.library.get(outcome.stored_as)
+        if code:
+            self._check_batch(tool, sig, samples)
+        return tool
+
+    def _check_batch(self, tool: RewardTool, sig: str, samples: list[Sample]) -> None:
+        """The batch's own completions as evidence (`batch_groups.batch_flag`): a verifier
+        that pays none of them, or none in some style, is flagged with the reason."""
+        rewards = tool.score(samples)
+        flag = batch_flag(samples, [r.score for r in rewards])
+        if not flag:
+            return
+        reason = f"synthesized tool {tool.spec.ref} flagged: {flag}"
+        self.flags[sig] = reason
+        log.warning("%s", reason)
+        self.library.log_event("synth_flag", tool.spec.name, signature=sig, reason=reason)
 
     def _codeverify(
         self, name: str, sig: str, task: str | None, samples: list[Sample]

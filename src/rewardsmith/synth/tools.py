@@ -17,15 +17,19 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewardsmith.answers import hedge_reason, read_answers, split_for
+from rewardsmith.answers import hedge_reason, read_answers, read_final, split_for
 from rewardsmith.errors import ConfigError
+from rewardsmith.synth.catalogue import ANY_STYLE
 from rewardsmith.tools.base import make_reward, score_batch
 from rewardsmith.tools.reward_fn import RewardFunctionTool
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
+# The end of a completion that holds its answer (as `primitives.MAX_COMPLETION_CHARS`).
+READ_CHARS = 20_000
 # Samples per sandbox run of a synthesized program (see the module docstring).
 CODE_CHUNK_SIZE = 32
 
@@ -46,11 +50,67 @@ class CodeVerifierTool(RewardFunctionTool):
         memory_mb: int = 256,
         workers: int = 1,
         chunk_size: int = CODE_CHUNK_SIZE,
+        composition: Mapping[str, Any] | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ConfigError(f"tool {spec.name!r}: chunk_size must be >= 1")
         self.chunk_size = chunk_size
         super().__init__(spec, source, bounds, timeout, memory_mb, workers)
+        from rewardsmith.synth.primitives import Composition
+
+        # An offline CodeVerify program is `render(composition)`: its reasons can be read
+        # in this process from the same trusted primitives; LLM-written code has none.
+        self.composition = None if composition is None else Composition.from_dict(composition)
+
+    def score(self, samples: Sequence[Sample]) -> list[Reward]:
+        """The sandbox's scores, each with a reason (`explain`) when the program is a
+        composition of rewardsmith's primitives."""
+        rewards = super().score(samples)
+        if self.composition is None:
+            return rewards
+        out = []
+        for sample, r in zip(samples, rewards, strict=True):
+            if r.status == "ok" and not r.reason and r.score is not None:
+                reason = explain(self.composition, sample, r.score)
+                r = make_reward(self.spec, r.score, r.status, reason, r.components)
+            out.append(r)
+        return out
+
+
+def explain(composition: Any, sample: Sample, score: float) -> str:
+    """Why a composed verifier gave `score`: what it read, from which style, and which
+    comparison decided (read again here with the same primitives, in this process)."""
+    from rewardsmith.synth.primitives import NORMALIZERS, shared_evaluator
+
+    text = (sample.completion or "")[-READ_CHARS:]
+    as_written = ANY_STYLE not in composition.extractors
+    found = read_final(text, not as_written)
+    if found is None:
+        return "no final answer found in any common style"
+    style, answer = found
+    ev = shared_evaluator()
+    if sample.reference is not None and ev.hedges(composition, text, sample.reference, answer):
+        return f"read {answer[:80]!r} ({style}), but the completion offers other answers too"
+    norms = ", ".join(NORMALIZERS[n].summary for n in composition.normalizers)
+    how = composition.comparator.replace("_", " ") + (f" after {norms}" if norms else "")
+    verdict = "matches" if score >= 0.5 else "does not match"
+    return f"read {answer[:80]!r} ({style}); {how}: {verdict} the reference"
+
+
+# A word of three letters or more that is no LaTeX command: prose, not a value.
+PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+
+
+def math_value(c: Any, completion: str, answer: str) -> bool:
+    """Whether `answer` may go to the math tool: any answer in a marker, but one read from
+    an unmarked line only when it holds no prose ("Simplify 6/10." echoes the prompt: the
+    math tool would read 6/10 out of it)."""
+    if ANY_STYLE not in c.extractors:
+        return True
+    found = read_final(completion)
+    if found is None or found[0] not in ("last_line", "label_colon"):
+        return True
+    return PROSE_WORD.search(answer) is None
 
 
 class MathComposedTool(RewardTool):
@@ -97,6 +157,8 @@ class MathComposedTool(RewardTool):
             if reference is not None and c.reference_extractor:
                 reference = ev.apply(c.reference_extractor, reference)
             answer = ev.extract(c, s.completion or "")
+            if isinstance(answer, str) and not math_value(c, s.completion or "", answer):
+                answer = None  # a sentence on the last line is no value to compare
             for name in c.normalizers:
                 if isinstance(answer, str) and isinstance(reference, str):
                     answer, reference = ev.apply(name, answer), ev.apply(name, reference)
