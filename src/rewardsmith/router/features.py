@@ -69,14 +69,18 @@ _NUMBER = re.compile(r"^\s*+[-+]?\$?\s*+(\d{1,3}(,\d{3})+|\d++)(\.\d++)?\s*+%?\s
 _GSM8K_FINAL = re.compile(r"####\s*+([-+]?\$?[\d,]++(\.\d++)?)\s*+$")
 # Shapes that hold digits but are no quantity: the math tools would read "2019-10-23" as
 # arithmetic and "9:30" as a ratio. Such a reference is free text (issue 22: never guess).
+# Used with `fullmatch` on short references; the lookbehind starts a match only where a run
+# of letters and digits starts, so a `search` never rescans a digit run from each digit.
 _NOT_A_QUANTITY = re.compile(
+    r"(?<![0-9A-Za-z])(?:"
     r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"  # 10/23/2019, 23.10.2019
     r"|\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp]\.?[Mm]\.?)?"  # 9:30, 14:05:00, 9:30 pm
     r"|\d+(?:\.\d+)?[ \t]?(?:-|–|—|to)[ \t]?\d+(?:\.\d+)?"  # ranges: 3-5, 10 to 20
     r"|v?\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?"  # versions: 1.2.3
     r"|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"  # UUIDs
-    r"|[A-Za-z]{2,}[-_]?\d+[A-Za-z0-9_-]*|\d+[-_][A-Za-z]{2,}[A-Za-z0-9_-]*",  # AB-123, ID_7
+    r"|[A-Za-z]{2,}[-_]?\d+[A-Za-z0-9_-]*|\d+[-_][A-Za-z]{2,}[A-Za-z0-9_-]*"  # AB-123, ID_7
+    r")",
 )
 # The reference forms the choice tool reads (tools/choice.py): "B", "(b)", "B.", "B) text".
 # Used with `fullmatch`; `\A` keeps a `search` from rescanning a run of spaces from each one.
