@@ -8,7 +8,8 @@ import pytest
 
 from rewardsmith import Library, Sample
 from rewardsmith.router import Router
-from rewardsmith.router.features import reference_format
+from rewardsmith.router.content import parse_options
+from rewardsmith.router.features import reference_format, sample_format
 
 pytestmark = pytest.mark.usefixtures("embedder")
 
@@ -60,4 +61,41 @@ def date_samples() -> list[Sample]:
 def test_iso_date_answers_are_synthesized_not_routed_to_math(library: Library) -> None:
     with Router(library, log_events=False) as router:
         decisions = router.route(date_samples())
+    assert all(d.label not in ("math", "gsm8k") for d in decisions), [d.label for d in decisions]
+
+
+# A list the prompt wants in an order is a sequence; math-verify compares bare lists as sets
+# and would pay any order (the question's own unsorted list included).
+ORDERED = [
+    ("Sort these numbers in descending order: 2, 3, 61, 50", "61, 50, 3, 2"),
+    ("Sort these numbers in ascending order: 73, 8, 64", "8, 64, 73"),
+    ("Arrange 9, 4, 7 from smallest to largest.", "4, 7, 9"),
+    ("List the primes below 10 in increasing order.", "2, 3, 5, 7"),
+    ("Reverse this list: 5, 1, 8", "8, 1, 5"),
+]
+# Lists whose order does not matter, and values that are no lists, stay what they were.
+UNORDERED = [
+    ("Find all real solutions of x^2 - x - 2 = 0, separated by commas.", "-1, 2", "latex"),
+    ("Sort the fractions: which is larger?", "\\frac{1}{2}", "latex"),
+    ("Sort these numbers and give the largest.", "61", "number"),
+    ("Give the point where the lines meet.", "(2, -1)", "latex"),
+]
+
+
+@pytest.mark.parametrize(("prompt", "reference"), ORDERED)
+def test_a_list_asked_for_in_order_is_no_set_of_values(prompt: str, reference: str) -> None:
+    assert sample_format(reference, parse_options(prompt), prompt) == "free_text"
+
+
+@pytest.mark.parametrize(("prompt", "reference", "fmt"), UNORDERED)
+def test_lists_without_an_order_and_single_values_keep_their_format(
+    prompt: str, reference: str, fmt: str
+) -> None:
+    assert sample_format(reference, parse_options(prompt), prompt) == fmt
+
+
+def test_ordered_lists_are_not_routed_to_math(library: Library) -> None:
+    samples = [Sample(f"The answer is {ref}.", prompt, ref) for prompt, ref in ORDERED]
+    with Router(library, log_events=False) as router:
+        decisions = router.route(samples)
     assert all(d.label not in ("math", "gsm8k") for d in decisions), [d.label for d in decisions]

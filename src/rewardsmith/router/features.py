@@ -169,10 +169,38 @@ def _mostly_math(text: str) -> bool:
     return any(c.isdigit() for c in text) and len(words) <= 1
 
 
-def sample_format(reference: str | None, options: Options | None) -> RefFormat:
-    """The reference's format given the prompt's listed options: a number or roman numeral
-    that names one of the listed (non-letter) options is an option index, not a value."""
+# A prompt that asks for its answer in an order ("Sort ... in descending order", "reverse
+# this list", "arrange ... from smallest"): a list answer to it is a sequence, not a set.
+_ASKS_FOR_ORDER = re.compile(
+    r"\b(?:sort|sorted|ascending|descending|reverse|reversed|arrange|rearrange"
+    r"|(?:increasing|decreasing|alphabetical|numerical|reverse|same|given) order|in order"
+    r"|from (?:smallest|largest|least|greatest|lowest|highest|first|last))\b",
+    re.IGNORECASE,
+)
+# A bare list of two or more items ("61, 50, 3, 2"): no brackets, no LaTeX. Used with
+# `fullmatch`; `\A` keeps a `search` from rescanning a comma-free run from each character.
+_BARE_LIST = re.compile(r"\A[^,\[\](){}\\$]++(?:,[^,\[\](){}\\$]++)++")
+
+
+def asks_for_order(prompt: str, reference: str | None) -> bool:
+    """Whether the reference is a bare list the prompt wants in a given order. math-verify
+    compares such a list as a set (`2, 3, 50, 61` = `61, 50, 3, 2`), which would pay any
+    order, the question's own unsorted list included; the router must not send it there."""
+    ref = (reference or "").strip()
+    return (
+        len(ref) <= 200
+        and _BARE_LIST.fullmatch(ref) is not None
+        and _ASKS_FOR_ORDER.search(prompt) is not None
+    )
+
+
+def sample_format(reference: str | None, options: Options | None, prompt: str = "") -> RefFormat:
+    """The reference's format given the prompt: a number or roman numeral that names one of
+    the listed (non-letter) options is an option index, not a value; a bare list the prompt
+    asks for in an order is free text, not a set of values (`asks_for_order`)."""
     fmt = reference_format(reference)
+    if fmt == "latex" and asks_for_order(prompt, reference):
+        return "free_text"
     if options is None or fmt not in ("number", "free_text", "choice"):
         return fmt
     label = reference_label(reference)
@@ -332,7 +360,7 @@ def sample_features(sample: Sample) -> SampleFeatures:
     options = parse_options(clipped)
     label = reference_label(sample.reference)
     return SampleFeatures(
-        ref_format=sample_format(sample.reference, options),
+        ref_format=sample_format(sample.reference, options, clipped),
         text=embed_text(clipped),
         empty_prompt=not text.strip(),
         chat=chat,
