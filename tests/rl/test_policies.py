@@ -42,6 +42,19 @@ def test_another_seed_is_another_cache_entry() -> None:
         with_preset("nope")
 
 
+def test_a_build_stopped_inside_its_schedule_is_its_own_cache_entry(tmp_path: Path) -> None:
+    # a build that runs its whole schedule keeps the hash it had before the field existed
+    # (the shipped testbed is found by it); a stopped one is another build
+    assert TESTBED_TINY.key() == with_preset("testbed-tiny", sft_stop=None).key()
+    stopped = with_preset("testbed-tiny", sft_stop=15)
+    assert stopped.key() != TESTBED_TINY.key()
+    assert stopped.key() != with_preset("testbed-tiny", sft_steps=15).key()
+    for bad in (0, TESTBED_TINY.sft_steps + 1):
+        with pytest.raises(ConfigError, match="sft_stop must be in"):
+            build_testbed(with_preset("testbed-tiny", sft_stop=bad), cache_dir=tmp_path)
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+
+
 def test_tokenizer_keeps_digits_single_and_tags_whole(tiny_testbed: Path) -> None:
     tok = load_pretrained(tiny_testbed).tokenizer
     text = "<thinking>12+30=42.</thinking><solution>42</solution>"
