@@ -67,6 +67,9 @@ def test_hedges_offer_several_candidates(completion: str, candidates: list[str])
         ("So $2+3=\\boxed{5}$ and then more.\nFinal answer: 7", ["7"]),
         # the same answer twice is one answer
         ("#### 72\n#### 72", ["72"]),
+        # <solution> tags mark the answer as <answer> tags do; the reasoning holds none
+        ("<thinking>2+3=5</thinking><solution>6</solution>", ["6"]),
+        ("<think>70+2=72</think>\n<SOLUTION>72</SOLUTION>", ["72"]),
         # numbers in a sentence are not a list of candidates
         ("Total: 5\n72", ["72"]),
     ],

@@ -91,6 +91,13 @@ CASES = [
     ("10\\text{ units}", "100 ", 0.0),
     ("x^2 - 4", "\\boxed{(x-2)^2}", 0.0),
     ("3, 5, 7", "\\boxed{3, 5}", 0.0),
+    # The <thinking>/<solution> format: the solution is the answer, never a number of the
+    # reasoning before it (the whole text read as prose paid "2+3=5 ... <solution>6").
+    ("5", "<thinking>2+3=5</thinking><solution>5</solution>", 1.0),
+    ("5", "<thinking>2+3=5</thinking><solution>6</solution>", 0.0),
+    ("5", "<thinking>2+3=5 so 5</thinking>\n<solution>6</solution>", 0.0),
+    ("\\frac{1}{2}", "<thinking>1/2</thinking>\n<solution>\\frac{2}{4}</solution>", 1.0),
+    ("5", "<solution>5</answer>6", 0.0),
 ]
 
 

@@ -10,7 +10,7 @@ What is read, on `clean(text)` (what a reader sees: zero-width and other invisib
 characters removed; full-width ASCII and Latin look-alike letters of Cyrillic and Greek
 mapped to ASCII):
 
-- *markers*, in `STYLES` order of strength: `<answer>...</answer>`, `\\boxed{...}` /
+- *markers*, in `STYLES` order of strength: `<answer>...</answer>` (or `<solution>`), `\\boxed{...}` /
   `\\fbox{...}`, `#### ...`, and phrases: "The (final) answer is ...", "Final answer: ...",
   "**Answer:** ..." (a label and colon). A phrase's answer runs to the end of its sentence
   (the next line when the phrase ends its line), and takes in a following sentence that
@@ -118,8 +118,11 @@ PHRASE = re.compile(
     re.IGNORECASE,
 )
 BOXED = re.compile(r"\\(?:boxed|fbox)[ \t]{0,3}\{")
-OPEN_TAG = re.compile(r"<answer>", re.IGNORECASE)
-CLOSE_TAG = re.compile(r"</answer>", re.IGNORECASE)
+# `<answer>` and `<solution>` (the `<thinking>/<solution>` format of the search-driven reward
+# papers and of rewardsmith's own testbed): without it, a math reader fell back to the whole
+# text and read "2+3=5" in the thinking as the answer to "<solution>6</solution>".
+OPEN_TAG = re.compile(r"<(answer|solution)>", re.IGNORECASE)
+CLOSE_TAGS = {name: re.compile(f"</{name}>", re.IGNORECASE) for name in ("answer", "solution")}
 # A line that only opens a display ("\\[", "$$", "\\begin{align*}") holds no answer yet.
 DISPLAY_OPENER = re.compile(r"\\\[|\\\(|\$\$|\\begin\{[A-Za-z*]{1,20}\}")
 SENTENCE_END = re.compile(r"(?<!\\)[.!?](?=\s|$)|\n")  # LaTeX "\\!" is spacing, not an end
@@ -195,7 +198,7 @@ def raw_markers(text, extra_phrases=None):
         opened = OPEN_TAG.search(text, pos)
         if opened is None:
             break
-        closed = CLOSE_TAG.search(text, opened.end())
+        closed = CLOSE_TAGS[opened.group(1).lower()].search(text, opened.end())
         if closed is None:
             break
         found.append(("answer_tags", opened.end(), closed.start(), opened.start()))
