@@ -313,6 +313,10 @@ def sample_from_dict(data: Mapping[str, Any]) -> Sample:
     meta = data.get("meta") or {}
     if not isinstance(meta, Mapping):
         raise InputError(f"'meta' must be an object, got {type(meta).__name__}")
+    group = data.get("group")
+    if group is not None:  # who votes together (`majority_vote`): kept with the sample
+        text = group if isinstance(group, str) else json.dumps(group, sort_keys=True)
+        meta = {**meta, "group": text}
     raw_id = data.get("id")
     return Sample(
         completion=completion,

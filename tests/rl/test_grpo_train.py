@@ -129,6 +129,7 @@ def test_resume_reproduces_the_next_steps_exactly(
         assert a["loss"] == b["loss"]  # bit-identical, not approximately equal
         assert a["reward"] == b["reward"]
         assert a["grad_norm"] == b["grad_norm"]
+        assert a["collapse/agreement"] == b["collapse/agreement"]
     final_a, final_b = straight.trainable_state(), resumed.trainable_state()
     assert all(torch.equal(final_a[k], final_b[k]) for k in final_a)
 
@@ -165,12 +166,15 @@ def test_metrics_hold_components_accuracy_lengths_and_time_split(
         "time/reward",
         "time/update",
         "reward_share",
+        "collapse/agreement",
+        "collapse/flag",
     ):
         assert key in m, key
     assert m["time/step"] == pytest.approx(
         m["time/generate"] + m["time/reward"] + m["time/update"], rel=1e-6
     )
     assert 0 <= m["accuracy"] <= m["parseable"] <= 1
+    assert 0 <= m["collapse/agreement"] <= 1 and m["collapse/flag"] == 0.0  # too few steps
     assert m["completion_length_max"] <= 12
     # the saved policy loads as a plain model and keeps the testbed prompt style
     assert result.model_dir is not None

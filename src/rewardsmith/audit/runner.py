@@ -60,6 +60,8 @@ def default_classes(tool: RewardTool, kind: str, from_file: bool) -> list[str] |
 def not_applicable(tool: RewardTool) -> str:
     """Why the corpus does not apply to `tool` ("" when it does)."""
     spec = tool.spec
+    if "label_free" in spec.domains:  # `majority_vote`: a group's agreement is its reward
+        return "label-free: it pays a group's agreement and never reads a reference"
     if not spec.needs_reference:
         return "needs no reference: it judges the form or length of a completion, not its answer"
     if spec.domains and set(spec.domains) <= FORM_DOMAINS:

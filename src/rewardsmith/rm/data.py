@@ -219,6 +219,20 @@ def _word_start(offsets: list[tuple[int, int]], i: int, stop: int) -> int:
     return i
 
 
+def _inside_word(text: str, offsets: list[tuple[int, int]], t: int, spaced: bool) -> bool:
+    """Whether a split before token `t` cuts a word. A tokenizer that leaves spaces out of
+    its tokens (`spaced`: BERT's WordPiece) cuts a word wherever two tokens touch. One that
+    keeps them in (byte-level BPE: " Ada", the testbed's digits one by one) leaves no gaps,
+    so there a word is cut only between two letters or digits: "58-10=|48" and "| 5" are
+    splits, "4|8" and "Ad|a" are not."""
+    if offsets[t][0] > offsets[t - 1][1]:
+        return False
+    if spaced:
+        return True
+    at = offsets[t][0]
+    return 0 < at < len(text) and text[at - 1].isalnum() and text[at].isalnum()
+
+
 def _split_at_boundary(
     text: str, offsets: list[tuple[int, int]], config: SplitConfig
 ) -> Pair | None:
@@ -261,10 +275,11 @@ def split_document(
     n = len(offsets)
     if n < config.prefix_min + config.suffix_min:
         return None
+    spaced = any(offsets[i][0] > offsets[i - 1][1] for i in range(1, n))
     candidates = []
     for t in range(config.prefix_min, n - config.suffix_min + 1):
-        if offsets[t][0] <= offsets[t - 1][1]:
-            continue  # inside a word: the suffix would start with a word piece
+        if _inside_word(text, offsets, t, spaced):
+            continue  # the suffix would start with a word piece
         if config.mode == "sentence" and not _ends_sentence(text, offsets[t][0]):
             continue
         candidates.append(t)

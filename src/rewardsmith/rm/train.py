@@ -46,6 +46,7 @@ from rewardsmith.models.checkpoints import (
     writing_checkpoint,
 )
 from rewardsmith.models.loading import pick_device
+from rewardsmith.rm.backbones import is_testbed
 from rewardsmith.rm.data import Pair, PairStream, SplitConfig, batches
 from rewardsmith.rm.export import write_model_card
 from rewardsmith.rm.loss import rbs_loss, sample_negatives
@@ -140,6 +141,8 @@ class TrainConfig:
         """The input format of the model: `chat` for a cross-encoder unless told otherwise."""
         if self.input_format is not None:
             return self.input_format
+        if is_testbed(self.backbone):
+            return "pair"  # its tokenizer has no chat template (`rm.backbones`)
         return "chat" if self.encoder == "cross" else "pair"
 
     def windows(self) -> Windows:
