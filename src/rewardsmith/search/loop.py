@@ -5,8 +5,9 @@ Each round:
 1. the ranking summary of the earlier rounds (`search.feedback`) is built and what the
    generator is told is written to `feedback/round_N.md`;
 2. the generator writes K candidates (`candidates/NAME.py`, a line each in `results.jsonl`);
-3. each goes through the sandbox's 4-stage check (`check_reward_code`); a rejected one keeps
-   its stage and reason, and the next round's summary says so;
+3. each goes through the sandbox's 4-stage check once (`fitness.candidate_check`, at the
+   limits the candidate then runs with; scoring and training reuse that report); a rejected
+   one keeps its stage and reason, and the next round's summary says so;
 4. fitness by `fidelity`:
    - `proxy`: level 0 only (`search.fitness.proxy_fitness`);
    - `grpo`: the proxy too (it costs seconds), then every admitted candidate gets the first
@@ -38,11 +39,11 @@ from typing import Any
 
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
-from rewardsmith.sandbox.probe import check_reward_code
 from rewardsmith.search.feedback import Feedback
 from rewardsmith.search.fitness import (
     BACKENDS,
     GRPORun,
+    candidate_check,
     candidate_tool,
     grpo_fitness,
     proxy_fitness,
@@ -280,7 +281,7 @@ class Search:
             self._halving(round_no, [r for r in mine if r.admitted], tag)
 
     def _check(self, record: CandidateRecord, tag: str) -> None:
-        report = check_reward_code(self.rd.read_source(record.name))
+        report = candidate_check(self.rd.read_source(record.name))
         failed = report.failed_stage
         record.admitted = report.admitted
         record.stage = failed.stage if failed else 4
