@@ -222,12 +222,13 @@ def test_other_code_or_settings_are_checked_again(
     assert len(checks) == 2
 
 
-def test_a_rejected_source_stays_rejected_without_a_second_check(checks: list[str]) -> None:
+def test_a_rejected_source_is_checked_again_when_built_again(checks: list[str]) -> None:
+    # A rejection may come from the machine (a run timed out under load): never kept.
     source = "# rejected twice\nimport os\ndef reward(completions, **kw):\n    return [0.0] * 9\n"
     for _ in range(2):
         with pytest.raises(ConfigError, match="not admitted"):
             RewardFunctionTool(ToolSpec(name="bad"), source)
-    assert checks == [source]
+    assert checks == [source, source]
 
 
 def test_the_library_validates_and_scores_with_one_check(checks: list[str], tmp_path: Path) -> None:

@@ -4,12 +4,13 @@ The tool's config carries the source: `{"factory":
 "rewardsmith.tools.reward_fn:RewardFunctionTool", "params": {"source": "def reward(...)..."}}`.
 Construction runs `rewardsmith.sandbox.check_reward_code` and refuses code that is not
 admitted (`ConfigError` naming the stage and reason), so a library never stores a reward
-function that failed the check. The check runs once per process for each source and run
-settings (`checked_report`): one source is built several times (synthesis gates it, the
-library validates it on `add`, then builds it to score; search checks a candidate, then
-scores and trains with it), and each build reuses that one report. Scoring sends each batch, in chunks, to the sandbox, where the
-function runs in the restricted namespace; a run that fails scores its chunk 0.0 with status
-`error` or `timeout`; a score outside the declared bounds is clipped and the reason says so.
+function that failed the check. An admitted source is checked once per process for the
+same run settings (`checked_report`): one source is built several times (synthesis gates
+it, the library validates it on `add`, then builds it to score; search checks a candidate,
+then scores and trains with it), and each build reuses that one report. Scoring sends each
+batch, in chunks, to the sandbox, where the function runs in the restricted namespace; a run
+that fails scores its chunk 0.0 with status `error` or `timeout`; a score outside the
+declared bounds is clipped and the reason says so.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
 
 # Check reports kept, newest last: a search run checks a few hundred candidates.
 MAX_CHECKED = 512
-# (SHA-256 of the exact source, bounds given, limits, chunk size, workers) -> the report.
+# (SHA-256 of the exact source, bounds given, limits, chunk size, workers) -> its admission.
 # Everything that decides what the check ran is in the key, so a reused report is one of
 # exactly the code and settings that then run. In this process's memory only: no file,
 # library row or run folder can mark code as checked.
@@ -61,9 +62,10 @@ def checked_report(
     workers: int = 1,
     sandbox: Callable[[], Sandbox] | None = None,
 ) -> CheckReport:
-    """The 4-stage check's report for `source` run with these settings: the one this process
-    already has, else a fresh check (in `sandbox()`, or a pool of `workers` started and
-    closed for it). Admitted or not, a report is kept: a rejected source stays rejected."""
+    """The 4-stage check's report for `source` run with these settings: the admitting one this
+    process already has, else a fresh check (in `sandbox()`, or a pool of `workers` started
+    and closed for it). Only admissions are kept: a rejection may come from the machine (a
+    run timed out under load), so a rejected source is checked again when built again."""
     key = (hashlib.sha256(source.encode()).hexdigest(), bounds, limits, chunk_size, workers)
     with _checked_lock:
         report = _checked.get(key)
@@ -82,10 +84,11 @@ def checked_report(
     finally:
         if own is not None:
             own.close()
-    with _checked_lock:
-        _checked[key] = report
-        while len(_checked) > MAX_CHECKED:
-            _checked.popitem(last=False)
+    if report.admitted:
+        with _checked_lock:
+            _checked[key] = report
+            while len(_checked) > MAX_CHECKED:
+                _checked.popitem(last=False)
     return report
 
 
