@@ -192,8 +192,10 @@ class ToolSpec:
         needs_reference = bool(data.get("needs_reference", True))
         prose = data.get("reference_format", "free text")
         key = data.get("ref_format")
-        if key is None:
-            key = legacy_ref_format(prose) if needs_reference and isinstance(prose, str) else "none"
+        if key is None and not needs_reference:
+            key = "none"
+        elif key is None:
+            key = legacy_ref_format(prose) if isinstance(prose, str) else "free_text"
         return cls(
             name=data["name"],
             version=int(data.get("version", 1)),
