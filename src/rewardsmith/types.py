@@ -191,7 +191,7 @@ class ToolSpec:
         older library row, a tools file) gets the key its prose names, read once here."""
         needs_reference = bool(data.get("needs_reference", True))
         prose = data.get("reference_format", "free text")
-        key = data.get("ref_format")
+        key: Any = data.get("ref_format")  # checked in __post_init__
         if key is None and not needs_reference:
             key = "none"
         elif key is None:
