@@ -32,6 +32,33 @@ PROVENANCES: tuple[Provenance, ...] = (
 
 CostClass = Literal["cheap", "moderate", "expensive"]
 
+# The reference formats the router tells apart (`router.features` reads a sample's; a tool's
+# is `ToolSpec.ref_format`): none, a number, LaTeX, an option letter, an option index among
+# the options a prompt lists, unit tests, a reasoning-gym dataset entry, any other JSON,
+# free text.
+RefFormat = Literal[
+    "none",
+    "number",
+    "latex",
+    "choice",
+    "choice_index",
+    "unit_tests",
+    "json_entry",
+    "json",
+    "free_text",
+]
+REF_FORMATS: tuple[RefFormat, ...] = (
+    "none",
+    "number",
+    "latex",
+    "choice",
+    "choice_index",
+    "unit_tests",
+    "json_entry",
+    "json",
+    "free_text",
+)
+
 Message = Mapping[str, Any]
 Prompt = str | Sequence[Message]
 
@@ -95,7 +122,14 @@ class Reward:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """What a tool is, what it needs and where it came from (stored in the library)."""
+    """What a tool is, what it needs and where it came from (stored in the library).
+
+    `reference_format` is prose for people (`tools list`, the LLM router's prompt);
+    `ref_format` is the key the router matches a sample's format against. Whether the tool
+    needs a reference is one fact, `ref_format != "none"`, and `needs_reference` always
+    agrees with it: `needs_reference=False` alone means `none`; with a format other than
+    `none` or the default it is a contradiction and refused.
+    """
 
     name: str
     version: int = 1
@@ -108,6 +142,7 @@ class ToolSpec:
     provenance: Provenance = "builtin"
     validation: Mapping[str, Any] = field(default_factory=dict)
     exemplars: tuple[str, ...] = ()
+    ref_format: RefFormat = "free_text"
 
     def __post_init__(self) -> None:
         if self.kind not in TOOL_KINDS:
@@ -116,6 +151,18 @@ class ToolSpec:
             raise ValueError(
                 f"unknown provenance {self.provenance!r}; expected one of {PROVENANCES}"
             )
+        if self.ref_format not in REF_FORMATS:
+            raise ValueError(
+                f"unknown reference format {self.ref_format!r}; expected one of {REF_FORMATS}"
+            )
+        if not self.needs_reference and self.ref_format not in ("none", "free_text"):
+            raise ValueError(
+                f"tool {self.name!r} needs no reference but names the reference format "
+                f"{self.ref_format!r}; drop one of the two"
+            )
+        if not self.needs_reference:
+            object.__setattr__(self, "ref_format", "none")
+        object.__setattr__(self, "needs_reference", self.ref_format != "none")
 
     @property
     def ref(self) -> str:
@@ -131,6 +178,7 @@ class ToolSpec:
             "description": self.description,
             "needs_reference": self.needs_reference,
             "reference_format": self.reference_format,
+            "ref_format": self.ref_format,
             "cost": self.cost,
             "provenance": self.provenance,
             "validation": dict(self.validation),
@@ -139,19 +187,56 @@ class ToolSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolSpec:
+        """A spec from its `to_dict` form. A spec written before `ref_format` existed (an
+        older library row, a tools file) gets the key its prose names, read once here."""
+        needs_reference = bool(data.get("needs_reference", True))
+        prose = data.get("reference_format", "free text")
+        key: Any = data.get("ref_format")  # checked in __post_init__
+        if key is None and not needs_reference:
+            key = "none"
+        elif key is None:
+            key = legacy_ref_format(prose) if isinstance(prose, str) else "free_text"
         return cls(
             name=data["name"],
             version=int(data.get("version", 1)),
             kind=data.get("kind", "verifier"),
             domains=tuple(data.get("domains", ())),
             description=data.get("description", ""),
-            needs_reference=bool(data.get("needs_reference", True)),
-            reference_format=data.get("reference_format", "free text"),
+            needs_reference=needs_reference,
+            reference_format=prose,
             cost=data.get("cost", "cheap"),
             provenance=data.get("provenance", "builtin"),
             validation=dict(data.get("validation", {})),
             exemplars=tuple(data.get("exemplars", ())),
+            ref_format=key,
         )
+
+
+# How specs written before `ref_format` existed named their format in prose, first match
+# wins (what the router read back by substring until then; only `from_dict` reads it now).
+_LEGACY_FORMAT_WORDS: tuple[tuple[str, RefFormat], ...] = (
+    ("unit test", "unit_tests"),
+    ("test", "unit_tests"),
+    ("reasoning-gym", "json_entry"),
+    ("reasoning_gym", "json_entry"),
+    ("dataset entry", "json_entry"),
+    ("json entry", "json_entry"),  # what synthesis wrote for a reasoning-gym entry
+    ("json", "json"),
+    ("index", "choice_index"),
+    ("choice", "choice"),
+    ("letter", "choice"),
+    ("latex", "latex"),
+    ("number", "number"),
+    ("numeric", "number"),
+    ("none", "none"),
+)
+
+
+def legacy_ref_format(prose: str) -> RefFormat:
+    """The `RefFormat` an old spec's free-form `reference_format` names (for loading specs
+    written without `ref_format`; new specs carry the key itself)."""
+    text = prose.lower()
+    return next((fmt for word, fmt in _LEGACY_FORMAT_WORDS if word in text), "free_text")
 
 
 class RewardTool(ABC):

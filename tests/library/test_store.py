@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -103,6 +104,81 @@ def test_changed_builtin_definition_becomes_a_new_version(tmp_path: Path) -> Non
     with Library(path) as lib:
         assert [r.spec.version for r in lib.versions("overlong")] == [1, 2]
         assert lib.history("overlong")[-1].kind == "update"
+
+
+# Specs written before `ref_format` existed name their format in prose only: what tools
+# files and older libraries hold. (prose, needs_reference) -> the key they load with.
+LEGACY_SPECS = [
+    ("reasoning-gym entry (JSON)", True, "json_entry"),
+    ("json entry", True, "json_entry"),  # what synthesis wrote for a dataset entry
+    ("JSON", True, "json"),
+    ("unit tests (JSON)", True, "unit_tests"),
+    ("choice letter", True, "choice"),
+    ("option index", True, "choice_index"),
+    ("latex", True, "latex"),
+    ("number", True, "number"),
+    ("free text", True, "free_text"),
+    ("a sentence", True, "free_text"),
+    ("none", True, "none"),
+    ("number", False, "none"),  # needs no reference: the prose is not read
+]
+
+
+def _without_ref_format(conn: sqlite3.Connection) -> None:
+    for name, version, text in conn.execute("SELECT name, version, spec FROM tools").fetchall():
+        spec = json.loads(text)
+        spec.pop("ref_format")
+        conn.execute(
+            "UPDATE tools SET spec = ? WHERE name = ? AND version = ?",
+            (json.dumps(spec), name, version),
+        )
+
+
+def test_a_library_written_before_ref_format_loads_with_the_same_keys(tmp_path: Path) -> None:
+    path = tmp_path / "lib.db"
+    with Library(path) as lib:
+        expected = {n: lib.record(n).spec for n in lib.names()}
+        for i, (prose, needs, _) in enumerate(LEGACY_SPECS):
+            lib.add(
+                ToolSpec(f"user{i}", needs_reference=needs, reference_format=prose),
+                FORMAT_CONFIG,
+            )
+    conn = sqlite3.connect(path)
+    with conn:
+        _without_ref_format(conn)
+    conn.close()
+    with Library(path) as lib:
+        # Built-ins read back equal (same key), so none is stored again as a new version.
+        assert {n: lib.record(n).spec for n in expected} == expected
+        assert all(len(lib.versions(n)) == 1 for n in builtin_names())
+        for i, (_, _, key) in enumerate(LEGACY_SPECS):
+            spec = lib.record(f"user{i}").spec
+            assert (spec.ref_format, spec.needs_reference) == (key, key != "none"), spec
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({}, "free_text"),
+        ({"needs_reference": False}, "none"),
+        ({"ref_format": "none"}, "none"),
+        ({"ref_format": "json_entry"}, "json_entry"),
+        ({"needs_reference": False, "ref_format": "none"}, "none"),
+    ],
+)
+def test_needs_reference_is_one_fact_with_the_key(kwargs: dict[str, object], key: str) -> None:
+    spec = ToolSpec("t", **kwargs)  # type: ignore[arg-type]
+    assert (spec.ref_format, spec.needs_reference) == (key, key != "none")
+    assert ToolSpec.from_dict(spec.to_dict()) == spec
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"ref_format": "prose words"}, {"needs_reference": False, "ref_format": "number"}],
+)
+def test_a_contradictory_or_unknown_key_is_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="reference format"):
+        ToolSpec("t", **kwargs)  # type: ignore[arg-type]
 
 
 def test_events_from_many_threads_are_all_kept(library: Library) -> None:

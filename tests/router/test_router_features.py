@@ -12,7 +12,7 @@ from rewardsmith.router.features import (
     markers,
     reference_format,
     sample_features,
-    spec_format,
+    sample_ref_format,
 )
 from rewardsmith.types import Sample
 
@@ -63,7 +63,7 @@ def test_reference_format(reference: str | None, expected: str) -> None:
 
 
 def test_builtin_specs_declare_formats_the_router_understands() -> None:
-    formats = {b.spec.name: spec_format(b.spec) for b in BUILTINS}
+    formats = {b.spec.name: b.spec.ref_format for b in BUILTINS}
     assert formats["math"] == "latex"
     assert formats["gsm8k"] == "number"
     assert formats["multiple_choice"] == "choice"
@@ -72,6 +72,31 @@ def test_builtin_specs_declare_formats_the_router_understands() -> None:
     assert formats["format_tags"] == "none"
     if "code" in formats:
         assert formats["code"] == "unit_tests"
+
+
+# Prompts that change how a reference reads: none, plain, listed options (numbered, roman,
+# lettered), the options inside chat messages.
+PROMPTS: list[object] = [
+    None,
+    "What is 2 + 3?",
+    "Which is a prime?\n1. 4\n2. 6\n3. 7\n4. 9\nAnswer with the option number.",
+    "Pick one.\n(i) red\n(ii) green\n(iii) blue",
+    "Pick one.\n(A) red\n(B) green\n(C) blue",
+    [
+        {"role": "system", "content": "Answer with the number of the option."},
+        {"role": "user", "content": "Which is a prime?\n1. 4\n2. 6\n3. 7"},
+    ],
+]
+
+
+def test_sample_ref_format_is_the_format_sample_features_reads() -> None:
+    # What synthesis stores for a new tool must be what the router computes for the sample.
+    samples = [Sample("", prompt, ref) for ref, _ in FORMAT_CASES for prompt in PROMPTS]  # type: ignore[arg-type]
+    for sample in samples:
+        assert sample_ref_format(sample) == sample_features(sample).ref_format
+    # The numbered prompts make "3" an option index: the case the round trip must keep.
+    assert sample_ref_format(Sample("", PROMPTS[2], "3")) == "choice_index"  # type: ignore[arg-type]
+    assert sample_ref_format(Sample("", PROMPTS[5], "3")) == "choice_index"  # type: ignore[arg-type]
 
 
 def test_a_tool_never_reads_a_reference_format_it_does_not_know() -> None:

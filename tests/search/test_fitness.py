@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 from search_helpers import CONSTANT_SOURCE, crafted_pool, program_source
 
-from rewardsmith.search.fitness import candidate_tool, proxy_fitness, within_group_separation
+from rewardsmith.search.fitness import (
+    candidate_check,
+    candidate_tool,
+    proxy_fitness,
+    within_group_separation,
+)
 from rewardsmith.search.pool import PROBE_KINDS, build_probes
 from rewardsmith.search.program import ANSWER_CORRECT, Term
 from rewardsmith.search.task import TESTBED_TASK
@@ -84,3 +89,24 @@ def test_a_constant_reward_gives_no_signal(pool_and_probes) -> None:
 def test_paying_wrong_answers_ranks_below_zero(pool_and_probes) -> None:
     metrics, _ = _proxy(program_source(Term(ANSWER_CORRECT, -1.0)), pool_and_probes)
     assert metrics["separation"] == -1.0
+
+
+def test_a_candidate_is_checked_once_then_scored_and_trained_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The loop checks a candidate, then builds it for the proxy, for each GRPO rung and for
+    # the ensemble: one 4-stage check, at the limits it runs with.
+    from rewardsmith.tools import reward_fn
+
+    calls: list[str] = []
+    real = reward_fn.check_reward_code
+    monkeypatch.setattr(
+        reward_fn, "check_reward_code", lambda s, **kw: calls.append(s) or real(s, **kw)
+    )
+    source = CONSTANT_SOURCE + "# checked once\n"
+    report = candidate_check(source)
+    for _ in range(3):
+        tool = candidate_tool("cand", source)
+        assert tool.report is report
+        tool.close()
+    assert report.admitted and calls == [source]

@@ -416,5 +416,5 @@ def test_qwen_100x8_agrees_with_its_labels(tool: MathTool) -> None:
 
 def test_tool_spec_default() -> None:
     assert MathTool(workers=0).spec == ToolSpec(
-        name="math", domains=("math",), reference_format="latex"
+        name="math", domains=("math",), reference_format="latex", ref_format="latex"
     )

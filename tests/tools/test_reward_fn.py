@@ -12,8 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rewardsmith.cli.main import app
+from rewardsmith.errors import ConfigError
+from rewardsmith.library.registry import REWARD_FUNCTION_FACTORY
 from rewardsmith.library.store import Library
-from rewardsmith.tools.reward_fn import CHUNK_SIZE, RewardFunctionTool
+from rewardsmith.tools.reward_fn import CHUNK_SIZE, RewardFunctionTool, reward_code_report
 from rewardsmith.types import Sample, ToolSpec
 
 CONTAINS = (
@@ -168,3 +170,81 @@ def test_tools_add_refuses_reward_code_that_is_not_admitted(tmp_path: Path) -> N
     assert result.exit_code != 0
     message = str(result.exception)
     assert "stage 1 (static)" in message and "'os'" in message
+
+
+# -- the 4-stage check runs once per source and run settings -------------------------------
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sources the 4-stage check actually ran on, in order."""
+    from rewardsmith.tools import reward_fn
+
+    calls: list[str] = []
+    real = reward_fn.check_reward_code
+
+    def counting(source: str, **kw: object) -> object:
+        calls.append(source)
+        return real(source, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reward_fn, "check_reward_code", counting)
+    return calls
+
+
+def test_rebuilding_a_source_reuses_its_check(checks: list[str]) -> None:
+    source = CONTAINS + "# rebuilt\n"
+    first = RewardFunctionTool(ToolSpec(name="a"), source)
+    second = RewardFunctionTool(ToolSpec(name="b"), source)
+    first.close()
+    second.close()
+    assert checks == [source]
+    assert second.report is first.report
+
+
+# What the check ran on is in its key: any of these runs it again.
+RECHECKED = [
+    ({}, "# one more character\n "),  # the source differs by a byte
+    ({"timeout": 5.0}, ""),  # other CPU and wall limits
+    ({"memory_mb": 128}, ""),
+    ({"wall_seconds": 20.0}, ""),
+    ({"bounds": (0.0, 2.0)}, ""),
+    ({"workers": 2}, ""),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "extra"), RECHECKED)
+def test_other_code_or_settings_are_checked_again(
+    checks: list[str], kwargs: dict[str, object], extra: str
+) -> None:
+    source = CONTAINS + f"# settings {sorted(kwargs)} {extra!r}\n"
+    RewardFunctionTool(ToolSpec(name="a"), source).close()
+    RewardFunctionTool(ToolSpec(name="a"), source + extra, **kwargs).close()  # type: ignore[arg-type]
+    assert len(checks) == 2
+
+
+def test_a_rejected_source_is_checked_again_when_built_again(checks: list[str]) -> None:
+    # A rejection may come from the machine (a run timed out under load): never kept.
+    source = "# rejected twice\nimport os\ndef reward(completions, **kw):\n    return [0.0] * 9\n"
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="not admitted"):
+            RewardFunctionTool(ToolSpec(name="bad"), source)
+    assert checks == [source, source]
+
+
+def test_the_library_validates_and_scores_with_one_check(checks: list[str], tmp_path: Path) -> None:
+    source = CONTAINS + "# library\n"
+    config = {"factory": REWARD_FUNCTION_FACTORY, "params": {"source": source}}
+    with Library(tmp_path / "lib.db") as lib:
+        lib.add(ToolSpec(name="contains", kind="code", provenance="user"), config)
+        rewards = lib.get("contains").score([Sample("the answer is 42", reference="42")])
+    assert [r.score for r in rewards] == [1.0]
+    assert checks == [source]
+
+
+def test_reward_code_report_is_the_check_the_tool_gets(checks: list[str]) -> None:
+    source = CONTAINS + "# report first\n"
+    report = reward_code_report(source, bounds=(0.0, 1.0))
+    tool = RewardFunctionTool(ToolSpec(name="a"), source, bounds=(0.0, 1.0))
+    tool.close()
+    assert report.admitted and tool.report is report
+    assert checks == [source]

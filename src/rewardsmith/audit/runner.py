@@ -34,7 +34,7 @@ from rewardsmith.exploits import (
 )
 from rewardsmith.library.store import Library
 from rewardsmith.tools.base import score_batch
-from rewardsmith.types import Reward, RewardTool, Sample
+from rewardsmith.types import RefFormat, Reward, RewardTool, Sample
 
 # Samples per scoring call: progress is reported between them.
 CHUNK = 64
@@ -46,13 +46,13 @@ EPSILON = 1e-9
 # Tools whose references are of these formats claim that equal values are equal answers
 # (1,000 = 1000, 0.5 = 1/2); others (a dataset's own scorer, free text) are not audited on
 # equivalent forms unless asked.
-EQUIVALENCE_FORMATS = frozenset({"number", "latex", "choice letter"})
+EQUIVALENCE_FORMATS: frozenset[RefFormat] = frozenset({"number", "latex", "choice"})
 
 
 def default_classes(tool: RewardTool, kind: str, from_file: bool) -> list[str] | None:
     """The corpus classes an audit runs when none are named: all of them, but equivalent
     forms only for tools that claim equivalence (and for files, which may)."""
-    if from_file or tool.spec.reference_format in EQUIVALENCE_FORMATS:
+    if from_file or tool.spec.ref_format in EQUIVALENCE_FORMATS:
         return None
     return [c for c in classes_for(kind) if c != "equivalent"]  # type: ignore[arg-type]
 

@@ -261,13 +261,15 @@ class Library:
     ) -> ToolSpec:
         """Store a new tool, or a new version of an existing one; returns the stored spec.
 
-        The tool is built once first, so a config that cannot work is refused here.
-        `retired=True` keeps a candidate that was refused (synthesis stores rejected tools
-        with their reasons): it is stored retired and not built, since it may not build.
+        The tool is built once first, so a config that cannot work is refused here, and
+        closed: validating keeps no live tool (a reward function's check report is reused
+        when the tool is built again to score). `retired=True` keeps a candidate that was
+        refused (synthesis stores rejected tools with their reasons): it is stored retired
+        and not built, since it may not build.
         """
         check_tool_name(spec.name)
         if not retired:
-            build_tool(spec, config, resolve=self.get)
+            build_tool(spec, config, resolve=self.get).close()
         with self._errors(f"add {spec.name}"), self._lock, self._conn:
             latest = self._conn.execute(
                 "SELECT MAX(version) FROM tools WHERE name = ?", (spec.name,)

@@ -44,7 +44,6 @@ from rewardsmith.router.features import (
     SampleFeatures,
     can_grade,
     embed_text,
-    spec_format,
     spec_markers,
 )
 from rewardsmith.router.logit import (
@@ -104,10 +103,14 @@ class Candidate:
     """A routable tool: its spec, expected format, markers and exemplar embeddings."""
 
     spec: ToolSpec
-    fmt: RefFormat
     markers: frozenset[str]
     texts: tuple[str, ...]
     vectors: Any = None  # np.ndarray (n, dim) once embedded
+
+    @property
+    def fmt(self) -> RefFormat:
+        """The reference format the tool reads: its spec's typed key, never its prose."""
+        return self.spec.ref_format
 
 
 # Isotonic maps from the logit's top probability to P(right), fitted out-of-fold with the
@@ -191,7 +194,6 @@ class EmbeddedBackend:
         self.candidates = [
             Candidate(
                 spec=s,
-                fmt=spec_format(s),
                 markers=spec_markers(s),
                 texts=tuple(
                     embed_text(t)

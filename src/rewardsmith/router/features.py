@@ -4,13 +4,14 @@ and response features, and the *task signature* under which decisions are cached
 Pure Python, no heavy imports: everything here runs on every sample, so each check is a
 bounded regex or a prefix/suffix scan (texts are clipped first, see `MAX_FEATURE_CHARS`).
 
-Reference formats (`RefFormat`): `none`, `number`, `latex`, `choice` (an option letter, in
-the forms the choice tool reads), `choice_index` (a number or roman numeral among the
-options the prompt lists: no built-in tool reads it), `unit_tests`, `json_entry` (a
-reasoning-gym dataset entry its scorer can read), `json` (any other JSON: `{"answer":
-"Paris"}` is data, not a dataset entry) and `free_text`. `sample_format` reads the prompt
-too (an index is an index only among listed options); `reference_format` reads the
-reference alone.
+Reference formats (`RefFormat`, defined in `rewardsmith.types`; a tool states the one it
+reads as `ToolSpec.ref_format`, the same key): `none`, `number`, `latex`, `choice` (an
+option letter, in the forms the choice tool reads), `choice_index` (a number or roman
+numeral among the options the prompt lists: no built-in tool reads it), `unit_tests`,
+`json_entry` (a reasoning-gym dataset entry its scorer can read), `json` (any other JSON:
+`{"answer": "Paris"}` is data, not a dataset entry) and `free_text`. `sample_format` reads
+the prompt too (an index is an index only among listed options); `reference_format` reads
+the reference alone.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from rewardsmith.router.content import (
     Options,
@@ -29,30 +29,7 @@ from rewardsmith.router.content import (
     reference_label,
     rg_entry_readable,
 )
-from rewardsmith.types import Sample, ToolSpec
-
-RefFormat = Literal[
-    "none",
-    "number",
-    "latex",
-    "choice",
-    "choice_index",
-    "unit_tests",
-    "json_entry",
-    "json",
-    "free_text",
-]
-REF_FORMATS: tuple[RefFormat, ...] = (
-    "none",
-    "number",
-    "latex",
-    "choice",
-    "choice_index",
-    "unit_tests",
-    "json_entry",
-    "json",
-    "free_text",
-)
+from rewardsmith.types import REF_FORMATS, RefFormat, Sample, ToolSpec
 
 # Regexes run on clipped text: a megabyte prompt must not cost seconds per sample. Each one is
 # also linear in the text it reads (possessive `*+` wherever the next token cannot start with
@@ -211,34 +188,6 @@ def sample_format(reference: str | None, options: Options | None, prompt: str = 
     return "choice_index"
 
 
-_SPEC_FORMATS: tuple[tuple[str, RefFormat], ...] = (
-    ("unit test", "unit_tests"),
-    ("test", "unit_tests"),
-    ("reasoning-gym", "json_entry"),
-    ("reasoning_gym", "json_entry"),
-    ("dataset entry", "json_entry"),
-    ("json", "json"),
-    ("index", "choice_index"),
-    ("choice", "choice"),
-    ("letter", "choice"),
-    ("latex", "latex"),
-    ("number", "number"),
-    ("numeric", "number"),
-    ("none", "none"),
-)
-
-
-def spec_format(spec: ToolSpec) -> RefFormat:
-    """The `RefFormat` a tool expects, read from its free-form `reference_format`."""
-    if not spec.needs_reference:
-        return "none"
-    text = spec.reference_format.lower()
-    for key, fmt in _SPEC_FORMATS:
-        if key in text:
-            return fmt
-    return "free_text"
-
-
 # How well a tool expecting format T (rows) can grade a sample whose reference has format S
 # (columns). math-verify reads plain numbers too; a reference-free tool can grade anything
 # but is a weaker fit when the sample brings a reference it would ignore.
@@ -350,6 +299,14 @@ def embed_text(text: str) -> str:
     if len(text) <= EMBED_HEAD_CHARS + EMBED_TAIL_CHARS:
         return text
     return text[:EMBED_HEAD_CHARS] + " ... " + text[-EMBED_TAIL_CHARS:]
+
+
+def sample_ref_format(sample: Sample) -> RefFormat:
+    """The sample's reference format exactly as `sample_features` reads it (the prompt's
+    listed options decide whether a number names an option): what synthesis stores as a new
+    tool's `ToolSpec.ref_format`, so the router sends the same samples back to it."""
+    text, _, _ = prompt_parts(sample)
+    return sample_format(sample.reference, parse_options(_clip(text)))
 
 
 def sample_features(sample: Sample) -> SampleFeatures:

@@ -38,9 +38,10 @@ from typing import Any
 from rewardsmith.errors import ConfigError
 from rewardsmith.files import atomic_write, is_regular, read_json
 from rewardsmith.jsonl import read_jsonl
+from rewardsmith.sandbox.probe import CheckReport
 from rewardsmith.search.pool import PoolItem
 from rewardsmith.search.task import SearchTask
-from rewardsmith.tools.reward_fn import RewardFunctionTool
+from rewardsmith.tools.reward_fn import RewardFunctionTool, reward_code_report
 from rewardsmith.types import RewardTool, Sample, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,15 @@ TREND_FRACTION = 0.2
 BACKENDS = ("embedded", "trl")
 
 
+def candidate_check(source: str, *, workers: int = 1) -> CheckReport:
+    """The 4-stage check of a candidate's source, at the limits `candidate_tool` runs it
+    with: the one check; building the tool afterwards reuses its report."""
+    return reward_code_report(source, workers=workers)
+
+
 def candidate_tool(name: str, source: str, *, workers: int = 1) -> RewardFunctionTool:
-    """A candidate's source as a sandboxed tool (runs the 4-stage check again: a source
-    that no longer passes raises `ConfigError`)."""
+    """A candidate's source as a sandboxed tool (the check of `candidate_check`, reused for
+    the same source; a source that does not pass raises `ConfigError`)."""
     spec = ToolSpec(name=name, kind="code", provenance="search", needs_reference=False)
     return RewardFunctionTool(spec, source, workers=workers)
 

@@ -5,8 +5,9 @@ Each round:
 1. the ranking summary of the earlier rounds (`search.feedback`) is built and what the
    generator is told is written to `feedback/round_N.md`;
 2. the generator writes K candidates (`candidates/NAME.py`, a line each in `results.jsonl`);
-3. each goes through the sandbox's 4-stage check (`check_reward_code`); a rejected one keeps
-   its stage and reason, and the next round's summary says so;
+3. each goes through the sandbox's 4-stage check once (`fitness.candidate_check`, at the
+   limits the candidate then runs with; scoring and training reuse that report); a rejected
+   one keeps its stage and reason, and the next round's summary says so;
 4. fitness by `fidelity`:
    - `proxy`: level 0 only (`search.fitness.proxy_fitness`);
    - `grpo`: the proxy too (it costs seconds), then every admitted candidate gets the first
@@ -38,11 +39,11 @@ from typing import Any
 
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
-from rewardsmith.sandbox.probe import check_reward_code
 from rewardsmith.search.feedback import Feedback
 from rewardsmith.search.fitness import (
     BACKENDS,
     GRPORun,
+    candidate_check,
     candidate_tool,
     grpo_fitness,
     proxy_fitness,
@@ -58,7 +59,7 @@ from rewardsmith.search.pool import (
     save_pool,
 )
 from rewardsmith.search.program import RewardProgram
-from rewardsmith.search.results import CandidateRecord, RunDir, ranked
+from rewardsmith.search.results import CandidateRecord, RunDir, RunState, ranked
 from rewardsmith.search.task import SearchTask, load_task, run_task
 
 FIDELITIES = ("proxy", "grpo", "auto")
@@ -157,16 +158,17 @@ class Search:
         self.config = config
         self.rd = RunDir(rundir)
         self.say = progress or (lambda msg: None)
-        self._open_run(resume)
+        self.state: RunState = self._open_run(resume)
         # A resumed run keeps the task settings it started with (`run.json`).
-        self.task: SearchTask = run_task(self.rd.read_run()) if resume else load_task(config.task)
+        self.task: SearchTask = run_task(self.state.to_dict()) if resume else load_task(config.task)
         self.library = Library(library)
         self.llm_client = llm_client
         self.records: list[CandidateRecord] = self.rd.read_records()
         self.pool: list[PoolItem] = []
         self.probes: list[PoolItem] = []
 
-    def _open_run(self, resume: bool) -> None:
+    def _open_run(self, resume: bool) -> RunState:
+        """The run's state, read once (a resumed run) or new; kept in memory from here."""
         if self.rd.exists() and not resume:
             raise ConfigError(
                 f"{self.rd.path} already holds a search run; pass --resume to continue it or "
@@ -175,7 +177,8 @@ class Search:
         if resume and not self.rd.exists():
             raise ConfigError(f"nothing to resume: {self.rd.path} holds no search run")
         if resume:
-            stored = self.rd.read_run()["config"]
+            state = self.rd.read_state()
+            stored = state.config
             mine = self.config.to_dict()
             changed = sorted(
                 k for k in mine if k not in RESUMABLE_CHANGES and stored.get(k) != mine[k]
@@ -185,12 +188,12 @@ class Search:
                     f"{k}: run has {stored.get(k)!r}, given {mine[k]!r}" for k in changed
                 )
                 raise ConfigError(f"--resume with different settings ({shown}); use the run's own")
-            state = self.rd.read_run()
         else:
             self.rd.path.mkdir(parents=True, exist_ok=True)
-            state = {"started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        state["config"] = self.config.to_dict()
-        self.rd.write_run(state)
+            state = RunState({}, started=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        state.config = self.config.to_dict()
+        self.rd.write_state(state)
+        return state
 
     def close(self) -> None:
         self.library.close()
@@ -203,15 +206,14 @@ class Search:
         self._prepare()
         for round_no in range(1, self.config.rounds + 1):
             self._round(round_no)
-        state = self.rd.read_run()
-        state["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-        state["last_session_seconds"] = round(time.perf_counter() - start, 1)
-        self.rd.write_run(state)
+        self.state.finished = time.strftime("%Y-%m-%dT%H:%M:%S")
+        self.state.last_session_seconds = round(time.perf_counter() - start, 1)
+        self.rd.write_state(self.state)
         return ranked(self.records)
 
     def _prepare(self) -> None:
         task = self.task
-        state = self.rd.read_run()
+        state = self.state
         if not (self.rd.path / POOL_FILE).exists():
             from rewardsmith.rl.policies import load_policy
 
@@ -221,11 +223,11 @@ class Search:
         self.pool = load_pool(self.rd.path)
         self.probes = build_probes(self.pool, task, self.config.seed)
         right = sum(it.correct for it in self.pool)
-        state["pool"] = {"responses": len(self.pool), "right": right, "probes": len(self.probes)}
+        state.pool = {"responses": len(self.pool), "right": right, "probes": len(self.probes)}
         self.validation, self.test = task.held_out()
-        state["held_out"] = {"validation": len(self.validation), "test": len(self.test)}
-        state["task"] = task.to_dict()
-        self.rd.write_run(state)
+        state.held_out = {"validation": len(self.validation), "test": len(self.test)}
+        state.task = task.to_dict()
+        self.rd.write_state(state)
         self.say(f"pool: {len(self.pool)} responses, {right} right; {len(self.probes)} probes")
 
     def _generator(self) -> Generator:
@@ -250,7 +252,7 @@ class Search:
         mine = [r for r in self.records if r.round == round_no]
         if len(mine) < cfg.per_round:
             feedback = Feedback.build(round_no, self.records, self._descriptions())
-            feedback.baseline = self.rd.read_run().get("baseline", {})
+            feedback.baseline = dict(self.state.baseline)
             generator = self._generator()
             if self.rd.read_feedback(round_no) is None:
                 self.rd.write_feedback(round_no, generator.told(feedback, cfg.per_round))
@@ -280,7 +282,7 @@ class Search:
             self._halving(round_no, [r for r in mine if r.admitted], tag)
 
     def _check(self, record: CandidateRecord, tag: str) -> None:
-        report = check_reward_code(self.rd.read_source(record.name))
+        report = candidate_check(self.rd.read_source(record.name))
         failed = report.failed_stage
         record.admitted = report.admitted
         record.stage = failed.stage if failed else 4
@@ -351,7 +353,7 @@ class Search:
         )
 
     def _start(self) -> None:
-        if "start" in self.rd.read_run():
+        if self.state.start is not None:
             return
         self.say("the starting policy, before GRPO")
         metrics = starting_fitness(
@@ -360,19 +362,17 @@ class Search:
             self.rd.run_dir(START_RUN),
             self.config.device,
         )
-        state = self.rd.read_run()
-        state["start"] = metrics
-        self.rd.write_run(state)
+        self.state.start = metrics
+        self.rd.write_state(self.state)
         self.say(f"starting policy: F1 {metrics['f1']:.3f} before GRPO")
 
     def _baseline(self, steps: int) -> None:
-        if str(steps) in self.rd.read_run().get("baseline", {}):
+        if str(steps) in self.state.baseline:
             return
         self.say(f"GRPO with the base rewards alone to step {steps}")
         metrics = self._run(BASE_RUN, list(self.task.base_rewards), steps)
-        state = self.rd.read_run()
-        state.setdefault("baseline", {})[str(steps)] = metrics
-        self.rd.write_run(state)
+        self.state.baseline[str(steps)] = metrics
+        self.rd.write_state(self.state)
         self.say(f"base rewards alone: F1 {metrics['f1']:.3f} after {steps} steps")
 
     def _train(self, record: CandidateRecord, steps: int, tag: str) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,40 @@ class CandidateRecord:
         return f"{self.grpo['f1']:.3f} [{low:.3f}, {high:.3f}]"
 
 
+@dataclass
+class RunState:
+    """`run.json` in memory: a run reads it once when it opens and writes it whole after each
+    change (`RunDir.write_state`). Keys this version does not name are kept as they were."""
+
+    config: dict[str, Any]
+    started: str = ""
+    pool: dict[str, int] | None = None
+    held_out: dict[str, int] | None = None
+    task: dict[str, Any] | None = None
+    start: dict[str, Any] | None = None  # the starting policy's metrics, before GRPO
+    baseline: dict[str, dict[str, Any]] = field(default_factory=dict)  # steps -> metrics
+    finished: str | None = None
+    last_session_seconds: float | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunState:
+        named = {f.name for f in fields(cls)} - {"other"}
+        known = {k: v for k, v in data.items() if k in named}
+        known["baseline"] = dict(known.get("baseline") or {})
+        return cls(**known, other={k: v for k, v in data.items() if k not in named})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file's form: fields left unset are left out, as before they were set."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "other" and value is not None and value != {} and value != "":
+                out[f.name] = value
+        out.update(self.other)
+        return out
+
+
 class RunDir:
     """A search run's folder (see the module docstring)."""
 
@@ -131,6 +165,12 @@ class RunDir:
 
     def write_run(self, data: Mapping[str, Any]) -> None:
         self.write(RUN_FILE, json.dumps(data, indent=2) + "\n")
+
+    def read_state(self) -> RunState:
+        return RunState.from_dict(self.read_run())
+
+    def write_state(self, state: RunState) -> None:
+        self.write_run(state.to_dict())
 
     def write(self, name: str, text: str) -> Path:
         """Write `name` (a path below the folder) atomically, never through a symlink."""

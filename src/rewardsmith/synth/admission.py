@@ -22,24 +22,26 @@ from rewardsmith.errors import RewardsmithError, UnknownToolError
 from rewardsmith.library.names import MAX_NAME_CHARS, check_tool_name
 from rewardsmith.library.registry import build_tool
 from rewardsmith.library.store import Library
-from rewardsmith.router.features import reference_format
+from rewardsmith.router.features import sample_ref_format
 from rewardsmith.synth.examples import Example, prompts_of
 from rewardsmith.synth.gate import GateConfig, GateReport, build_failure, gate_tool, log_gate
-from rewardsmith.types import ToolSpec
+from rewardsmith.types import RefFormat, Sample, ToolSpec
 
 # Prompts kept as a new tool's router exemplars.
 EXEMPLARS = 16
 REJECTED_SUFFIX = ".rejected"
 
-# The `reference_format` text that `router.features.spec_format` reads back as each format.
-_FORMAT_TEXT = {
+# How a new tool's `reference_format` (prose for people) says its `ref_format` key.
+FORMAT_PROSE: dict[RefFormat, str] = {
+    "none": "none",
     "number": "number",
     "latex": "latex",
     "choice": "choice letter",
+    "choice_index": "option index (number or roman numeral of a listed option)",
     "unit_tests": "unit tests",
-    "json_entry": "json entry",
+    "json_entry": "reasoning-gym entry (JSON)",
+    "json": "JSON",
     "free_text": "free text",
-    "none": "none",
 }
 
 
@@ -87,11 +89,14 @@ def is_gated(library: Library, name: str, config: Mapping[str, Any]) -> bool:
     )
 
 
-def reference_format_text(examples: Sequence[Example]) -> str:
-    """The examples' most common reference format, written so the router reads it back."""
-    counts = Counter(reference_format(e.reference) for e in examples)
-    fmt = counts.most_common(1)[0][0] if counts else "free_text"
-    return _FORMAT_TEXT.get(fmt, "free text")
+def examples_format(examples: Sequence[Example]) -> RefFormat:
+    """The examples' most common reference format, read as the router reads a sample's
+    (`router.features.sample_ref_format`, prompt included)."""
+    counts = Counter(
+        sample_ref_format(Sample(completion="", prompt=e.prompt, reference=e.reference))
+        for e in examples
+    )
+    return counts.most_common(1)[0][0] if counts else "free_text"
 
 
 def synth_spec(
@@ -104,14 +109,17 @@ def synth_spec(
     cost: str = "cheap",
 ) -> ToolSpec:
     """The spec of a synthesized tool: provenance `synth`, the examples' prompts as router
-    exemplars (so the router learns to send this task here), their reference format."""
+    exemplars (so the router learns to send this task here), their reference format as the
+    typed key the router reads (`ref_format`)."""
+    key = examples_format(examples) if needs_reference else "none"
     return ToolSpec(
         name=check_tool_name(name),  # before any work is done for a name the library refuses
         kind=kind,  # type: ignore[arg-type]
         domains=("synthesized",),
         description=description,
         needs_reference=needs_reference,
-        reference_format=reference_format_text(examples) if needs_reference else "none",
+        reference_format=FORMAT_PROSE[key],
+        ref_format=key,
         cost=cost,  # type: ignore[arg-type]
         provenance="synth",
         exemplars=prompts_of(examples, EXEMPLARS),

@@ -24,11 +24,11 @@ from rewardsmith.errors import ConfigError
 from rewardsmith.llm.client import LLMClient
 from rewardsmith.llm.quoting import DATA_RULE, clip_head, clip_tail, data_block
 from rewardsmith.sandbox.policy import ALLOWED_IMPORTS, FORBIDDEN_CALLS
-from rewardsmith.sandbox.probe import check_reward_code
 from rewardsmith.synth.codeverify import CodeCandidate, fit_cases, split_for_synthesis
 from rewardsmith.synth.evidence import Case
 from rewardsmith.synth.examples import Example
 from rewardsmith.synth.tools import CodeVerifierTool
+from rewardsmith.tools.reward_fn import reward_code_report
 from rewardsmith.types import Sample, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,9 @@ def synthesize_llm(
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
         }
-        check = check_reward_code(source, bounds=(0.0, 1.0))
+        # The check a `CodeVerifierTool` of this source gets: building it for the fit cases,
+        # the gate and the library then reuse this one report.
+        check = reward_code_report(source, bounds=(0.0, 1.0))
         if not check.admitted:
             record.update(stage=check.failed_stage.stage if check.failed_stage else 0)
             record["error"] = check.reason

@@ -1,8 +1,7 @@
 """The tool classes synthesis stores in the library.
 
 - `CodeVerifierTool`: a synthesized `def reward(...)` program (CodeVerify, offline or LLM),
-  admitted by the 4-stage check and run in the sandbox, like every `reward_function` tool,
-  in runs of `chunk_size` samples (the check probes in runs of that size too).
+  admitted by the 4-stage check and run in the sandbox like every `reward_function` tool.
 - `MathComposedTool`: an offline composition whose comparator is math equivalence. Its
   extractors and normalizers run in this process (they are rewardsmith's own primitive
   source, compiled in the restricted namespace; never code from a model or a user) and the
@@ -30,8 +29,6 @@ from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec
 
 # The end of a completion that holds its answer (as `primitives.MAX_COMPLETION_CHARS`).
 READ_CHARS = 20_000
-# Samples per sandbox run of a synthesized program (see the module docstring).
-CODE_CHUNK_SIZE = 32
 
 CODE_VERIFIER_FACTORY = "rewardsmith.synth.tools:CodeVerifierTool"
 MATH_COMPOSED_FACTORY = "rewardsmith.synth.tools:MathComposedTool"
@@ -49,12 +46,8 @@ class CodeVerifierTool(RewardFunctionTool):
         timeout: float = 10.0,
         memory_mb: int = 256,
         workers: int = 1,
-        chunk_size: int = CODE_CHUNK_SIZE,
         composition: Mapping[str, Any] | None = None,
     ) -> None:
-        if chunk_size < 1:
-            raise ConfigError(f"tool {spec.name!r}: chunk_size must be >= 1")
-        self.chunk_size = chunk_size
         super().__init__(spec, source, bounds, timeout, memory_mb, workers)
         from rewardsmith.synth.primitives import Composition
 
@@ -139,7 +132,12 @@ class MathComposedTool(RewardTool):
             )
         self.source = source
         self.math = MathTool(
-            ToolSpec(name=f"{spec.name}.math", domains=("math",), reference_format="latex"),
+            ToolSpec(
+                name=f"{spec.name}.math",
+                domains=("math",),
+                reference_format="latex",
+                ref_format="latex",
+            ),
             timeout_seconds=timeout_seconds,
             workers=workers,
         )

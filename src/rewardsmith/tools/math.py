@@ -176,7 +176,12 @@ class MathTool(AnswerVerifier):
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         workers: int | None = None,
     ) -> None:
-        super().__init__(spec or ToolSpec(name="math", domains=("math",), reference_format="latex"))
+        super().__init__(
+            spec
+            or ToolSpec(
+                name="math", domains=("math",), reference_format="latex", ref_format="latex"
+            )
+        )
         if not (isinstance(timeout_seconds, int | float) and math.isfinite(timeout_seconds)):
             raise ConfigError(f"math: timeout_seconds must be a number, got {timeout_seconds!r}")
         if timeout_seconds <= 0:

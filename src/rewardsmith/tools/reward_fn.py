@@ -4,14 +4,21 @@ The tool's config carries the source: `{"factory":
 "rewardsmith.tools.reward_fn:RewardFunctionTool", "params": {"source": "def reward(...)..."}}`.
 Construction runs `rewardsmith.sandbox.check_reward_code` and refuses code that is not
 admitted (`ConfigError` naming the stage and reason), so a library never stores a reward
-function that failed the check. Scoring sends each batch, in chunks, to the sandbox, where the
-function runs in the restricted namespace; a run that fails scores its chunk 0.0 with status
-`error` or `timeout`; a score outside the declared bounds is clipped and the reason says so.
+function that failed the check. An admitted source is checked once per process for the
+same run settings (`checked_report`): one source is built several times (synthesis gates
+it, the library validates it on `add`, then builds it to score; search checks a candidate,
+then scores and trains with it), and each build reuses that one report. Scoring sends each
+batch, in chunks, to the sandbox, where the function runs in the restricted namespace; a run
+that fails scores its chunk 0.0 with status `error` or `timeout`; a score outside the
+declared bounds is clipped and the reason says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rewardsmith.errors import ConfigError
@@ -19,12 +26,87 @@ from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits
 from rewardsmith.sandbox.probe import (
     CHUNK_SIZE,
     ChannelFailure,
+    CheckReport,
     check_reward_code,
     parse_reward_records,
     reward_job,
 )
 from rewardsmith.tools.base import make_reward
 from rewardsmith.types import Reward, RewardTool, Sample, Status, ToolSpec
+
+# Check reports kept, newest last: a search run checks a few hundred candidates.
+MAX_CHECKED = 512
+# (SHA-256 of the exact source, bounds given, limits, chunk size, workers) -> its admission.
+# Everything that decides what the check ran is in the key, so a reused report is one of
+# exactly the code and settings that then run. In this process's memory only: no file,
+# library row or run folder can mark code as checked.
+_checked: OrderedDict[tuple[Any, ...], CheckReport] = OrderedDict()
+_checked_lock = threading.Lock()
+
+
+def run_limits(timeout: float, memory_mb: int, wall_seconds: float | None) -> SandboxLimits:
+    """The limits a reward-function tool's runs get (and its check runs under)."""
+    return SandboxLimits(
+        wall_seconds=timeout if wall_seconds is None else wall_seconds,
+        cpu_seconds=timeout,
+        memory_mb=memory_mb,
+    )
+
+
+def checked_report(
+    source: str,
+    bounds: tuple[float, float] | None,
+    limits: SandboxLimits,
+    *,
+    chunk_size: int = CHUNK_SIZE,
+    workers: int = 1,
+    sandbox: Callable[[], Sandbox] | None = None,
+) -> CheckReport:
+    """The 4-stage check's report for `source` run with these settings: the admitting one this
+    process already has, else a fresh check (in `sandbox()`, or a pool of `workers` started
+    and closed for it). Only admissions are kept: a rejection may come from the machine (a
+    run timed out under load), so a rejected source is checked again when built again."""
+    key = (hashlib.sha256(source.encode()).hexdigest(), bounds, limits, chunk_size, workers)
+    with _checked_lock:
+        report = _checked.get(key)
+        if report is not None:
+            _checked.move_to_end(key)
+            return report
+    own = None if sandbox is not None else Sandbox(workers, limits)
+    try:
+        report = check_reward_code(
+            source,
+            bounds=bounds,
+            sandbox=sandbox() if sandbox is not None else own,
+            limits=limits,
+            chunk_size=chunk_size,
+        )
+    finally:
+        if own is not None:
+            own.close()
+    if report.admitted:
+        with _checked_lock:
+            _checked[key] = report
+            while len(_checked) > MAX_CHECKED:
+                _checked.popitem(last=False)
+    return report
+
+
+def reward_code_report(
+    source: str,
+    bounds: Sequence[float] | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 256,
+    workers: int = 1,
+    wall_seconds: float | None = None,
+) -> CheckReport:
+    """The report `RewardFunctionTool(spec, source, ...)` with these parameters gets (the
+    same key, so building that tool afterwards runs no second check)."""
+    given = (float(bounds[0]), float(bounds[1])) if bounds is not None else None
+    limits = run_limits(timeout, memory_mb, wall_seconds)
+    return checked_report(
+        source, given, limits, chunk_size=RewardFunctionTool.chunk_size, workers=workers
+    )
 
 
 class RewardFunctionTool(RewardTool):
@@ -45,25 +127,22 @@ class RewardFunctionTool(RewardTool):
         wall_seconds: float | None = None,
     ) -> None:
         # `timeout` is the CPU limit of one run and, unless `wall_seconds` is given, its
-        # wall-clock limit too. The limits are fixed here: the sandbox that checks the code
-        # at admission is the one that scores, with the same limits and chunk size, so the
-        # code cannot tell the check from production.
+        # wall-clock limit too. The limits are fixed here: the code is checked in a pool of
+        # the size and limits of the one that scores, at the same chunk size, so it cannot
+        # tell the check from production.
         self.spec = spec
         self.source = source
-        self.limits = SandboxLimits(
-            wall_seconds=timeout if wall_seconds is None else wall_seconds,
-            cpu_seconds=timeout,
-            memory_mb=memory_mb,
-        )
+        self.limits = run_limits(timeout, memory_mb, wall_seconds)
         self.workers = workers
         self._sandbox: Sandbox | None = None
         given = (float(bounds[0]), float(bounds[1])) if bounds is not None else None
-        report = check_reward_code(
+        report = checked_report(
             source,
-            bounds=given,
-            sandbox=self.sandbox,
-            limits=self.limits,
+            given,
+            self.limits,
             chunk_size=self.chunk_size,
+            workers=workers,
+            sandbox=lambda: self.sandbox,
         )
         if not report.admitted:
             self.close()
