@@ -97,6 +97,9 @@ def test_sample_ref_format_is_the_format_sample_features_reads() -> None:
     # The numbered prompts make "3" an option index: the case the round trip must keep.
     assert sample_ref_format(Sample("", PROMPTS[2], "3")) == "choice_index"  # type: ignore[arg-type]
     assert sample_ref_format(Sample("", PROMPTS[5], "3")) == "choice_index"  # type: ignore[arg-type]
+    # ... and a list the prompt asks for in an order stays a sequence (free text), not math
+    ordered = Sample("", "Sort these numbers in descending order: 2, 3, 61, 50", "61, 50, 3, 2")
+    assert sample_ref_format(ordered) == sample_features(ordered).ref_format == "free_text"
 
 
 def test_a_tool_never_reads_a_reference_format_it_does_not_know() -> None:

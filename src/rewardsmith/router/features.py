@@ -306,7 +306,8 @@ def sample_ref_format(sample: Sample) -> RefFormat:
     listed options decide whether a number names an option): what synthesis stores as a new
     tool's `ToolSpec.ref_format`, so the router sends the same samples back to it."""
     text, _, _ = prompt_parts(sample)
-    return sample_format(sample.reference, parse_options(_clip(text)))
+    clipped = _clip(text)
+    return sample_format(sample.reference, parse_options(clipped), clipped)
 
 
 def sample_features(sample: Sample) -> SampleFeatures:
