@@ -84,7 +84,7 @@ EXAMPLES: dict[str, list[str]] = {
         "rewardsmith grpo train --policy testbed --reward gsm8k,format_tags --steps 20 "
         f"--log-completions-every 5 --out-dir out/grpo {LIB}",
         # a task stream: tasks the library cannot grade get synthesized tools while it trains
-        "rewardsmith grpo train --policy testbed --data examples/stream.jsonl --synthesize "
+        "rewardsmith grpo train --policy testbed-multi --data examples/stream.jsonl --synthesize "
         f"--steps 4 --out-dir out/loop {LIB}",
     ],
     "grpo eval": [
