@@ -6,7 +6,7 @@ Writers: `rewardsmith score -o` (every input line plus its reward), `grpo train
 and OpenRLHF adapters when `$REWARDSMITH_ROLLOUT_LOG` names a file. Readers:
 `rewardsmith rescore`, `compare` and `profile` (docs/rollouts.md has the format with examples).
 
-A line is a sample (the input fields of DESIGN.md's JSONL format) and its reward:
+A line is a sample (the input fields of docs/architecture.md's JSONL format) and its reward:
 
     {"id", "prompt", "completion", "reference", "task", "meta",     <- the sample
      "reward", "status", "tool", "components", "reason",            <- the reward it got

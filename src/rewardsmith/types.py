@@ -1,4 +1,4 @@
-"""Core types shared by every part of rewardsmith (see DESIGN.md, "Core types").
+"""Core types shared by every part of rewardsmith (see docs/architecture.md, Design, "Core types").
 
 A trainer hands rewardsmith `Sample`s; a `RewardTool` answers with one `Reward` per
 sample, always in the same order and always of the same type.
@@ -110,7 +110,7 @@ class Reward:
             raise ValueError(f"reward score must be finite, got {self.score!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The output-line fields of DESIGN.md's JSONL format."""
+        """The output-line fields of docs/architecture.md's JSONL format."""
         return {
             "reward": self.score,
             "status": self.status,

@@ -1,6 +1,6 @@
 """The final answer of a completion in every common style, and the hedges that are not one.
 
-One reading for every verifier (DESIGN.md, failure policy: "finds the final answer in every
+One reading for every verifier (docs/architecture.md, Design, failure policy: "finds the final answer in every
 common style ... and refuses hedges"). The built-in tools call it in this process; its source
 is also embedded in synthesized verifiers, which run in the sandbox, so it is plain functions
 over `re` only: no classes, no dunder or private attributes, nothing outside the sandbox's

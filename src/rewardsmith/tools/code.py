@@ -6,7 +6,7 @@ last fenced ```python block of the completion (or the last fenced block, or the 
 completion). Score = fraction of tests passed, or 1.0/0.0 with `strict=True`; components
 `passed`, `total` and `in_process`; the reason names the first failure. A run that times out
 or crashes (memory, signal, early exit, a broken result channel) scores 0.0 with status
-`timeout` or `error` (DESIGN.md, failure policy).
+`timeout` or `error` (docs/architecture.md, Design, failure policy).
 
 Where the verdict is decided: each assertion is split (`rewardsmith.tools.code_split`) into
 the calls into the program, which the program's run evaluates and reports as plain data,

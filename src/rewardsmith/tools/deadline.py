@@ -2,7 +2,7 @@
 
 Verifiers bound each step (the reference, then each completion's extract + compare): parsers
 with super-linear corners (sympy, math-verify's LaTeX grammar, a dataset's scorer) must not
-hold a batch, nor a trainer, hostage (DESIGN.md: "Timeouts never rely on SIGALRM in
+hold a batch, nor a trainer, hostage (docs/architecture.md, Design: "Timeouts never rely on SIGALRM in
 threads ... the caller never hangs"). `deadline(seconds)` raises `StepTimeout`, a
 `BaseException`, so library code's `except Exception` handlers do not swallow it:
 

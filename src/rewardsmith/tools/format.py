@@ -1,8 +1,8 @@
 """Format rewards: structured output in tags. They need no reference; one given is ignored.
 
 `FormatTagsTool` is the pair of structured-output rewards of the reward-function-search
-system (DESIGN.md, part 2), which trains the policy to answer as
-`<thinking>...</thinking><solution>...</solution>`:
+system (docs/architecture.md, Design: "Formats the rewards teach"), which trains the policy
+to answer as `<thinking>...</thinking><solution>...</solution>`:
 
 - `mode="exact"`: 1.0 iff the completion is exactly one block per tag, in the configured
   order, each with non-blank content, with only whitespace around and between the blocks;
