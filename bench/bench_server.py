@@ -257,10 +257,27 @@ def run_load(
 # -- the server --------------------------------------------------------------------------------
 
 
+def register_hang_tool(folder: Path) -> Path:
+    """Make `GSM8KOrHang` a tool plugin, as a package would (an entry point in the group
+    `rewardsmith.tools`, here a dist-info folder in `folder`): the library imports no other
+    factory. `folder` goes on the path of this process and of the server's."""
+    info = folder / "rewardsmith_bench_hang-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: rewardsmith-bench-hang\nVersion: 0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[rewardsmith.tools]\ngsm8k_or_hang = bench_server:GSM8KOrHang\n"
+    )
+    sys.path.insert(0, str(folder))
+    return folder
+
+
 def start_server(
-    library: str, port: int, workers: int, deadline: float, max_pending: int
+    library: str, port: int, workers: int, deadline: float, max_pending: int, plugins: Path
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
+    path = os.pathsep.join([str(Path(__file__).resolve().parent), str(plugins)])
+    env = {**os.environ, "PYTHONPATH": path}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -356,6 +373,7 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="bench_server-"))
     library = str(folder / "library.db")
+    plugins = register_hang_tool(folder / "plugins")
     with Library(library) as lib:
         spec = ToolSpec(name="gsm8k_or_hang", domains=("math",), provenance="user")
         lib.add(spec, {"factory": "bench_server:GSM8KOrHang", "params": {}})
@@ -365,7 +383,7 @@ def main() -> None:
     before, base_cpu = in_process_windows(batches, int(args.baseline_seconds), library)
 
     port = 18000 + os.getpid() % 1000
-    server = start_server(library, port, args.workers, 60, DEFAULT_MAX_PENDING)
+    server = start_server(library, port, args.workers, 60, DEFAULT_MAX_PENDING, plugins)
     cpu_before = process_cpu(server.pid)
     normal = run_load(
         f"http://127.0.0.1:{port}", batches, expected, args.clients, args.seconds, None, "gsm8k"
@@ -399,7 +417,12 @@ def main() -> None:
 
     if not args.skip_hang:
         server = start_server(
-            library, port, args.hang_workers, args.hang_deadline, max(1, args.hang_workers // 4)
+            library,
+            port,
+            args.hang_workers,
+            args.hang_deadline,
+            max(1, args.hang_workers // 4),
+            plugins,
         )
         expected = expected_rewards(batches, library, "gsm8k_or_hang")
         hang = run_load(
