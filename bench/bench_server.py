@@ -13,7 +13,10 @@ their in-process values.
 
     python bench/bench_server.py [--seconds 60] [--clients 64] [--workers 2]
 
-The machine's load (`uptime`) is printed: on a shared machine the ratio moves with it.
+The machine's load (`uptime`) is printed: on a shared machine the ratio moves with it. So
+is how the scoring workers spent the run (/proc/PID/schedstat): running, waiting for a CPU
+(other work on the machine), or waiting for work (the server's own overhead: a worker with
+nothing to do while requests wait).
 """
 
 from __future__ import annotations
@@ -257,10 +260,29 @@ def run_load(
 # -- the server --------------------------------------------------------------------------------
 
 
+def register_hang_tool(folder: Path) -> Path:
+    """Make `GSM8KOrHang` a tool plugin, as a package would (an entry point in the group
+    `rewardsmith.tools`, here a dist-info folder in `folder`): the library imports no other
+    factory. `folder` goes on the path of this process and of the server's."""
+    info = folder / "rewardsmith_bench_hang-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: rewardsmith-bench-hang\nVersion: 0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[rewardsmith.tools]\ngsm8k_or_hang = bench_server:GSM8KOrHang\n"
+    )
+    sys.path.insert(0, str(folder))
+    return folder
+
+
 def start_server(
-    library: str, port: int, workers: int, deadline: float, max_pending: int
+    library: str, port: int, workers: int, deadline: float, max_pending: int, plugins: Path
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
+    path = os.pathsep.join(
+        [str(Path(__file__).resolve().parent), str(plugins), os.environ.get("PYTHONPATH", "")]
+    )
+    env = {**os.environ, "PYTHONPATH": path}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -321,6 +343,42 @@ def process_cpu(pid: int) -> tuple[float, float]:
     return own(pid), sum(own(d) for d in descendants(pid))
 
 
+def worker_schedstat(pid: int) -> dict[int, tuple[int, int]]:
+    """Nanoseconds each scoring worker (a child of the forkserver, itself a child of the
+    server) has spent running and runnable but waiting for a CPU (/proc/PID/schedstat)."""
+    out = {}
+    for forkserver in _children(pid):
+        for worker in _children(forkserver):
+            with contextlib.suppress(OSError, ValueError):
+                run, wait, _ = Path(f"/proc/{worker}/schedstat").read_text().split()
+                out[worker] = (int(run), int(wait))
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            children += [int(c) for c in (task / "children").read_text().split()]
+    return children
+
+
+def worker_time_shares(
+    before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]], wall: float
+) -> str:
+    """How the workers present all through the run spent it: running, waiting for a CPU
+    (the machine is busy), or neither (waiting for a job: the server's own doing)."""
+    pids = before.keys() & after.keys()
+    if not pids:
+        return "no worker lasted the whole run"
+    run = sum(after[p][0] - before[p][0] for p in pids) / 1e9 / len(pids) / wall
+    wait = sum(after[p][1] - before[p][1] for p in pids) / 1e9 / len(pids) / wall
+    return (
+        f"{len(pids)} workers, each: running {run:.0%}, waiting for a CPU {wait:.0%}, "
+        f"waiting for work {max(0.0, 1 - run - wait):.0%} of the run"
+    )
+
+
 def stop_server(proc: subprocess.Popen[bytes]) -> int:
     proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout=120)
@@ -356,6 +414,7 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="bench_server-"))
     library = str(folder / "library.db")
+    plugins = register_hang_tool(folder / "plugins")
     with Library(library) as lib:
         spec = ToolSpec(name="gsm8k_or_hang", domains=("math",), provenance="user")
         lib.add(spec, {"factory": "bench_server:GSM8KOrHang", "params": {}})
@@ -365,12 +424,16 @@ def main() -> None:
     before, base_cpu = in_process_windows(batches, int(args.baseline_seconds), library)
 
     port = 18000 + os.getpid() % 1000
-    server = start_server(library, port, args.workers, 60, DEFAULT_MAX_PENDING)
+    server = start_server(library, port, args.workers, 60, DEFAULT_MAX_PENDING, plugins)
     cpu_before = process_cpu(server.pid)
+    sched_before, sched_start = worker_schedstat(server.pid), time.monotonic()
     normal = run_load(
         f"http://127.0.0.1:{port}", batches, expected, args.clients, args.seconds, None, "gsm8k"
     )
     cpu_after = process_cpu(server.pid)
+    shares = worker_time_shares(
+        sched_before, worker_schedstat(server.pid), time.monotonic() - sched_start
+    )
     main_cpu = cpu_after[0] - cpu_before[0]
     server_cpu = main_cpu + cpu_after[1] - cpu_before[1]
     print(f"exit code after SIGTERM: {stop_server(server)}")
@@ -395,11 +458,17 @@ def main() -> None:
         f"{main_cpu:.1f} s, the workers {server_cpu - main_cpu:.1f} s), "
         f"load-generating clients {normal['client_cpu']:.1f} s ({os.cpu_count()} CPUs = {(os.cpu_count() or 1) * elapsed:.0f} s)"
     )
+    print(f"scoring workers: {shares}")
     print("load:", os.getloadavg())
 
     if not args.skip_hang:
         server = start_server(
-            library, port, args.hang_workers, args.hang_deadline, max(1, args.hang_workers // 4)
+            library,
+            port,
+            args.hang_workers,
+            args.hang_deadline,
+            max(1, args.hang_workers // 4),
+            plugins,
         )
         expected = expected_rewards(batches, library, "gsm8k_or_hang")
         hang = run_load(
