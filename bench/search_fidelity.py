@@ -6,7 +6,10 @@ over one or more run folders (all runs must share the first GRPO budget), and pr
 Spearman's rho and Kendall's tau (scipy.stats), overall and per run, the seconds a
 candidate costs at each level (wall and CPU of the search process), and the compute the
 proxy saved in each run: the candidates it kept from GRPO times the mean first-budget cost,
-less what the proxy itself cost.
+less what the proxy itself cost. For runs whose proxy measured incentives (round 2:
+`wrong_payout`, `misdirection`), it also prints the agreement of the round-1 fitness
+(separation - probe payout) on the same candidates, and a paired bootstrap 95% interval of
+the difference of the two Spearman rhos (resampling candidates).
 
     .venv/bin/python bench/search_fidelity.py out/accept out/fidelity [--json out.json]
 """
@@ -54,7 +57,12 @@ def run_summary(path: Path) -> dict[str, Any]:
         "first_budget_steps": budget,
         "base_f1_at_first_budget": base_f1,
         "pairs": [
-            {"name": r.name, "proxy_fitness": r.proxy["fitness"], "f1": r.grpo_rungs[0]["f1"]}  # type: ignore[index]
+            {
+                "name": r.name,
+                "proxy_fitness": r.proxy["fitness"],  # type: ignore[index]
+                "round1_fitness": r.proxy["separation"] - r.proxy["probe_payout"],  # type: ignore[index]
+                "f1": r.grpo_rungs[0]["f1"],
+            }
             for r in judged
         ],
         "agreement": rank_agreement(
@@ -70,6 +78,31 @@ def run_summary(path: Path) -> dict[str, Any]:
     }
 
 
+def _records(paths: list[Path]) -> list[dict[str, Any]]:
+    return [r.to_dict() for p in paths for r in RunDir(p).require().read_records()]
+
+
+def _rho_difference_ci(
+    after: list[float], before: list[float], f1: list[float], resamples: int = 5000
+) -> tuple[float | None, float | None]:
+    """Paired bootstrap (candidates resampled, seed 0) 95% CI of rho(after) - rho(before)."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(0)
+    a, b, y = map(np.asarray, (after, before, f1))
+    diffs = []
+    for _ in range(resamples):
+        i = rng.integers(0, len(y), len(y))
+        d = spearmanr(a[i], y[i])[0] - spearmanr(b[i], y[i])[0]
+        if np.isfinite(d):
+            diffs.append(d)
+    if not diffs:
+        return None, None
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rundirs", nargs="+", type=Path)
@@ -81,7 +114,7 @@ def main() -> None:
         raise SystemExit(f"runs have different first GRPO budgets: {sorted(budgets)}")
     pairs = [p for r in runs for p in r["pairs"]]
     overall = rank_agreement([p["proxy_fitness"] for p in pairs], [p["f1"] for p in pairs])
-    summary = {"runs": runs, "overall": overall}
+    summary: dict[str, Any] = {"runs": runs, "overall": overall}
     for r in runs:
         a = r["agreement"]
         print(
@@ -99,6 +132,21 @@ def main() -> None:
         f"(p {_r(overall['spearman_p'])}), Kendall {_r(overall['kendall'])} "
         f"(p {_r(overall['kendall_p'])})"
     )
+    if pairs and any("wrong_payout" in (r.get("proxy") or {}) for r in _records(args.rundirs)):
+        f1 = [p["f1"] for p in pairs]
+        before = rank_agreement([p["round1_fitness"] for p in pairs], f1)
+        low, high = _rho_difference_ci(
+            [p["proxy_fitness"] for p in pairs], [p["round1_fitness"] for p in pairs], f1
+        )
+        summary["round1_fitness"] = before
+        summary["rho_difference_ci95"] = [low, high]
+        print(
+            f"round-1 fitness (separation - probe payout) on the same candidates: Spearman "
+            f"{_r(before['spearman'])} (p {before['spearman_p']:.3g}), Kendall "
+            f"{_r(before['kendall'])}; after - before: "
+            f"{_r((overall['spearman'] or 0) - (before['spearman'] or 0))}, paired bootstrap 95% CI "
+            f"[{_r(low)}, {_r(high)}]"
+        )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")
 

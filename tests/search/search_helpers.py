@@ -25,6 +25,38 @@ def crafted_pool(groups: int = 6, seed: int = 3) -> list[PoolItem]:
     return items
 
 
+def misdirection_pool(mixed: int = 4, all_wrong: int = 4, seed: int = 5) -> list[PoolItem]:
+    """The round-1 failure's setting: wrong answers come with a habit right ones lack (a
+    line of text before the tags). `mixed` groups: two right responses, two wrong ones
+    with the habit; `all_wrong` groups: every response wrong, two with the habit."""
+    items: list[PoolItem] = []
+    for g, p in enumerate(P.generate(mixed + all_wrong, seed, "test")):
+        right = p.completion
+
+        def wrong(by: int, text: str = right, answer: int = p.answer) -> str:
+            return text.replace(
+                f"<solution>{answer}</solution>", f"<solution>{answer + by}</solution>"
+            )
+
+        habit = "Hmm, I am not sure about this one.\n"
+        if g < mixed:
+            answers = [
+                (right, True),
+                (right, True),
+                (habit + wrong(1), False),
+                (habit + wrong(2), False),
+            ]
+        else:
+            answers = [
+                (wrong(1), False),
+                (wrong(3), False),
+                (habit + wrong(1), False),
+                (habit + wrong(2), False),
+            ]
+        items += [PoolItem(g, p.prompt, p.reference, text, ok, True) for text, ok in answers]
+    return items
+
+
 def program_source(*terms: Term, name: str = "prog") -> str:
     return render_program(RewardProgram(tuple(terms)), name=name)
 

@@ -73,16 +73,19 @@ class Feedback:
                 "",
                 "Ranked by held-out F1 after GRPO with the base rewards plus the candidate "
                 "(candidates judged only by the proxy come after, by proxy fitness = "
-                "separation - probe payout).",
+                "separation - probe payout - wrong payout - misdirection; misdirection: the "
+                "candidate pays a wrong answer above the right one in the same response, or, "
+                "with every answer wrong, prefers how wrong responses are written).",
                 "",
-                "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | proxy separation | probe payout | rewards |",
-                "|---|---|---|---|---|---|---|---|---|",
+                "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | proxy separation | probe payout | wrong payout | misdirection | rewards |",
+                "|---|---|---|---|---|---|---|---|---|---|---|",
             ]
             for i, r in enumerate(self.ranking[:shown], 1):
                 lines.append(
                     f"| {i} | {r.name} | {r.round} | {r.f1_text()} | "
                     f"{_num(r.grpo, 'accuracy')} | {r.grpo['steps'] if r.grpo else '-'} | "
                     f"{_num(r.proxy, 'separation')} | {_num(r.proxy, 'probe_payout')} | "
+                    f"{_num(r.proxy, 'wrong_payout')} | {_num(r.proxy, 'misdirection')} | "
                     f"{_cell(self.descriptions.get(r.name, r.origin))} |"
                 )
             if len(self.ranking) > shown:

@@ -15,7 +15,13 @@ sandbox like any `reward_function` tool, scores the run's fixed pool of rollouts
   any signal at all, including groups whose responses are all wrong);
 - `reference_free`: the scores do not change when each response gets another prompt's
   reference (a *structural* reward: it never reads the answer check's reference);
-- `fitness` = separation - probe_payout, what successive halving ranks by.
+- incentives away from correctness (`search.incentives`, on answer twins and well-formed
+  wrong probes built from the pool): `twin_direction` (right vs wrong answer in the same
+  response), `silent_direction` (with every answer wrong, the form of right responses vs
+  that of wrong ones), `wrong_payout` (tricks paid above a plain wrong answer), and
+  `misdirection` = max(0, -twin_direction) + max(0, -silent_direction);
+- `fitness` = separation - probe_payout - wrong_payout - misdirection, what successive
+  halving ranks by (without incentives material, separation - probe_payout).
 
 **Level 1, GRPO** (`grpo_fitness`): a short GRPO run of the task's policy with the base
 rewards plus the candidate (element-wise sum), then greedy accuracy and F1 (with bootstrap
@@ -39,6 +45,12 @@ from rewardsmith.errors import ConfigError
 from rewardsmith.files import atomic_write, is_regular, read_json
 from rewardsmith.jsonl import read_jsonl
 from rewardsmith.sandbox.probe import CheckReport
+from rewardsmith.search.incentives import (
+    Incentives,
+    silent_direction,
+    twin_direction,
+    wrong_payouts,
+)
 from rewardsmith.search.pool import PoolItem
 from rewardsmith.search.task import SearchTask
 from rewardsmith.tools.reward_fn import RewardFunctionTool, reward_code_report
@@ -95,9 +107,13 @@ def within_group_separation(
 
 
 def proxy_fitness(
-    tool: RewardFunctionTool, pool: Sequence[PoolItem], probes: Sequence[PoolItem]
+    tool: RewardFunctionTool,
+    pool: Sequence[PoolItem],
+    probes: Sequence[PoolItem],
+    incentives: Incentives | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """Level-0 metrics (see the module docstring) and the raw scores (`pool`, `probes`)."""
+    """Level-0 metrics (see the module docstring) and the raw scores (`pool`, `probes`, and
+    with `incentives` `twin_right`, `twin_wrong`, `wrong_probes`)."""
     start = time.perf_counter()
     cpu = time.process_time()
     low, high = tool.bounds
@@ -123,10 +139,18 @@ def proxy_fitness(
     right = [s for s, it in zip(pool_scores, pool, strict=True) if it.correct]
     wrong = [s for s, it in zip(pool_scores, pool, strict=True) if not it.correct]
     sep = separation if separation is not None else 0.0
+    raw = {"pool": pool_scores, "probes": probe_scores}
+    aims: dict[str, Any] = {}
+    penalty = 0.0
+    if incentives is not None:
+        aims, raw_aims = _incentive_metrics(tool, incentives, span)
+        raw.update(raw_aims)
+        penalty = aims["wrong_payout"] + aims["misdirection"]
     metrics: dict[str, Any] = {
         "separation": round(sep, 4),
         "probe_payout": round(payout, 4),
-        "fitness": round(sep - payout, 4),
+        "fitness": round(sep - payout - penalty, 4),
+        **aims,
         "coverage": round(coverage, 4),
         "mean_right": round(statistics.fmean(right), 4) if right else None,
         "mean_wrong": round(statistics.fmean(wrong), 4) if wrong else None,
@@ -138,7 +162,39 @@ def proxy_fitness(
     }
     if separation is None:
         metrics["note"] = "no prompt of the pool has both right and wrong responses"
-    return metrics, {"pool": pool_scores, "probes": probe_scores}
+    return metrics, raw
+
+
+def _incentive_metrics(
+    tool: RewardFunctionTool, incentives: Incentives, span: float
+) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """Twin and silent directions, well-formed wrong probes' payout (`search.incentives`)."""
+    twins = incentives.twins
+    right = _scores(tool, [_as_item(t.right, t) for t in twins], [t.reference for t in twins])
+    wrong = _scores(tool, [_as_item(t.wrong, t) for t in twins], [t.reference for t in twins])
+    probes = incentives.wrong_probes
+    probe_scores = _scores(tool, probes, [it.reference for it in probes])
+    bars = incentives.plain_wrong
+    bar_scores = _scores(tool, bars, [it.reference for it in bars])
+    twin = twin_direction(right, wrong)
+    silent = silent_direction(twins, right, wrong)
+    misdirection = max(0.0, -(twin or 0.0)) + max(0.0, -(silent or 0.0))
+    by_kind = wrong_payouts(probes, probe_scores, incentives.probe_bar, bar_scores, span)
+    flat = [p for ps in by_kind.values() for p in ps]
+    metrics = {
+        "twin_direction": None if twin is None else round(twin, 4),
+        "silent_direction": None if silent is None else round(silent, 4),
+        "wrong_payout": round(statistics.fmean(flat), 4) if flat else 0.0,
+        "misdirection": round(misdirection, 4),
+        "wrong_probes": {k: round(statistics.fmean(v), 4) for k, v in by_kind.items()},
+        "twins": len(twins),
+    }
+    raw = {"twin_right": right, "twin_wrong": wrong, "wrong_probes": probe_scores}
+    return metrics, {**raw, "plain_wrong": bar_scores}
+
+
+def _as_item(completion: str, twin: Any) -> PoolItem:
+    return PoolItem(twin.group, twin.prompt, twin.reference, completion, False, False)
 
 
 # -- level 1 / 2 ---------------------------------------------------------------------------

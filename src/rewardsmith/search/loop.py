@@ -50,6 +50,7 @@ from rewardsmith.search.fitness import (
     starting_fitness,
 )
 from rewardsmith.search.generator import Generator, OfflineGenerator
+from rewardsmith.search.incentives import Incentives, build_incentives
 from rewardsmith.search.pool import (
     POOL_FILE,
     PoolItem,
@@ -166,6 +167,7 @@ class Search:
         self.records: list[CandidateRecord] = self.rd.read_records()
         self.pool: list[PoolItem] = []
         self.probes: list[PoolItem] = []
+        self.incentives = Incentives((), (), (), ())
 
     def _open_run(self, resume: bool) -> RunState:
         """The run's state, read once (a resumed run) or new; kept in memory from here."""
@@ -222,8 +224,15 @@ class Search:
             save_pool(sample_pool(task, policy, self.config.seed), self.rd.path)
         self.pool = load_pool(self.rd.path)
         self.probes = build_probes(self.pool, task, self.config.seed)
+        self.incentives = build_incentives(self.pool, task, self.config.seed)
         right = sum(it.correct for it in self.pool)
-        state.pool = {"responses": len(self.pool), "right": right, "probes": len(self.probes)}
+        state.pool = {
+            "responses": len(self.pool),
+            "right": right,
+            "probes": len(self.probes),
+            "twins": len(self.incentives.twins),
+            "wrong_probes": len(self.incentives.wrong_probes),
+        }
         self.validation, self.test = task.held_out()
         state.held_out = {"validation": len(self.validation), "test": len(self.test)}
         state.task = task.to_dict()
@@ -294,7 +303,7 @@ class Search:
     def _proxy(self, record: CandidateRecord, tag: str) -> None:
         tool = candidate_tool(record.name, self.rd.read_source(record.name))
         try:
-            metrics, scores = proxy_fitness(tool, self.pool, self.probes)
+            metrics, scores = proxy_fitness(tool, self.pool, self.probes, self.incentives)
         finally:
             tool.close()
         self.rd.write_proxy_scores(record.name, scores)
@@ -302,7 +311,8 @@ class Search:
         self._save()
         self.say(
             f"{tag} {record.name}: proxy separation {metrics['separation']:+.3f}, probe payout "
-            f"{metrics['probe_payout']:.3f}, fitness {metrics['fitness']:+.3f} "
+            f"{metrics['probe_payout']:.3f}, wrong payout {metrics.get('wrong_payout', 0):.3f}, "
+            f"misdirection {metrics.get('misdirection', 0):.3f}, fitness {metrics['fitness']:+.3f} "
             f"({metrics['seconds']:.1f} s)"
         )
 

@@ -48,7 +48,7 @@ def f1_by_round(
             plt.close(fig)
             return None
         ax.scatter([r.round for r in scored], [r.proxy["fitness"] for r in scored], alpha=0.5)  # type: ignore[index]
-        ax.set_ylabel("proxy fitness (separation - probe payout)")
+        ax.set_ylabel("proxy fitness")
     ax.set_xlabel("round")
     ax.set_xticks(rounds)
     ax.grid(alpha=0.3)

@@ -207,8 +207,8 @@ def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
     lines = [
         "## Ranking (best first)",
         "",
-        "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | vs base | separation | probe payout | proxy fitness | rewards |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| rank | name | round | GRPO F1 [95% CI] | accuracy | steps | vs base | separation | probe payout | wrong payout | misdirection | proxy fitness | rewards |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(order[:SHOWN], 1):
         what = _description(rd, r)
@@ -216,7 +216,8 @@ def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
             f"| {i} | {r.name} | {r.round} | {r.f1_text()} | {_f(r.grpo and r.grpo['accuracy'])} | "
             f"{r.grpo['steps'] if r.grpo else '-'} | {_versus_cell(compared.get(r.name))} | "
             f"{_f(r.proxy and r.proxy['separation'])} | "
-            f"{_f(r.proxy and r.proxy['probe_payout'])} | {_f(r.proxy and r.proxy['fitness'])} | {what} |"
+            f"{_f(r.proxy and r.proxy['probe_payout'])} | {_f(r.proxy and r.proxy.get('wrong_payout'))} | "
+            f"{_f(r.proxy and r.proxy.get('misdirection'))} | {_f(r.proxy and r.proxy['fitness'])} | {what} |"
         )
     if len(order) > SHOWN:
         lines.append(f"\n{len(order) - SHOWN} more admitted candidates in results.jsonl.")
