@@ -10,9 +10,9 @@ limits that keep a hostile one from exhausting memory or the stack: a line longe
 more than `MAX_GZIP_RATIO` times its size. `read_records` reads on past a bad line and lists
 every bad line at once.
 
-Sample lines (docs/architecture.md, Design, "JSONL in/out"): `{"id", "prompt", "completion", "reference",
-"task", "meta"}`; only `completion` is required. A reference that is not a string (a
-number, a JSON object such as a reasoning-gym entry) is kept as its JSON text.
+Sample lines (docs/architecture.md, Design, "JSONL in/out"): `{"id", "prompt", "completion",
+"reference", "task", "meta"}`; only `completion` is required. A reference that is not a
+string (a number, a JSON object such as a reasoning-gym entry) is kept as its JSON text.
 """
 
 from __future__ import annotations

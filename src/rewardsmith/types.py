@@ -1,4 +1,5 @@
-"""Core types shared by every part of rewardsmith (see docs/architecture.md, Design, "Core types").
+"""Core types shared by every part of rewardsmith (docs/architecture.md, Design, "Core
+types").
 
 A trainer hands rewardsmith `Sample`s; a `RewardTool` answers with one `Reward` per
 sample, always in the same order and always of the same type.

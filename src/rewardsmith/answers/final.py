@@ -1,20 +1,20 @@
 """The final answer of a completion in every common style, and the hedges that are not one.
 
-One reading for every verifier (docs/architecture.md, Design, failure policy: "finds the final answer in every
-common style ... and refuses hedges"). The built-in tools call it in this process; its source
-is also embedded in synthesized verifiers, which run in the sandbox, so it is plain functions
-over `re` only: no classes, no dunder or private attributes, nothing outside the sandbox's
-import allowlist (`rewardsmith.answers.embeddable_source`).
+One reading for every verifier (docs/architecture.md, Design, failure policy: "finds the final
+answer in every common style ... and refuses hedges"). The built-in tools call it in this
+process; its source is also embedded in synthesized verifiers, which run in the sandbox, so it
+is plain functions over `re` only: no classes, no dunder or private attributes, nothing outside
+the sandbox's import allowlist (`rewardsmith.answers.embeddable_source`).
 
 What is read, on `clean(text)` (what a reader sees: zero-width and other invisible format
 characters removed; full-width ASCII and Latin look-alike letters of Cyrillic and Greek
 mapped to ASCII):
 
-- *markers*, in `STYLES` order of strength: `<answer>...</answer>` (or `<solution>`), `\\boxed{...}` /
-  `\\fbox{...}`, `#### ...`, and phrases: "The (final) answer is ...", "Final answer: ...",
-  "**Answer:** ..." (a label and colon). A phrase's answer runs to the end of its sentence
-  (the next line when the phrase ends its line), and takes in a following sentence that
-  offers another answer ("... 72. Or maybe 73.");
+- *markers*, in `STYLES` order of strength: `<answer>...</answer>` (or `<solution>`),
+  `\\boxed{...}` / `\\fbox{...}`, `#### ...`, and phrases: "The (final) answer is ...",
+  "Final answer: ...", "**Answer:** ..." (a label and colon). A phrase's answer runs to the
+  end of its sentence (the next line when the phrase ends its line), and takes in a
+  following sentence that offers another answer ("... 72. Or maybe 73.");
 - without markers, the last fenced block when nothing follows it, else the last non-empty
   line.
 

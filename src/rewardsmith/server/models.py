@@ -1,9 +1,10 @@
 """Request and response bodies of the HTTP API (pydantic, at module level so they are
 testable on their own and make the OpenAPI schema).
 
-A sample in a request has the fields of a JSONL input line (docs/architecture.md, Design, "JSONL in/out"); only
-`completion` is required, unknown fields are ignored, and a reference that is not a string
-(a number, an object) is kept as its JSON text, as `rewardsmith score` reads files.
+A sample in a request has the fields of a JSONL input line (docs/architecture.md, Design,
+"JSONL in/out"); only `completion` is required, unknown fields are ignored, and a reference
+that is not a string (a number, an object) is kept as its JSON text, as `rewardsmith score`
+reads files.
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ DEFAULT_STEP_TIMEOUT_SECONDS = 10.0
 @dataclass(frozen=True)
 class Hedged:
     """What `extract` returns for a completion that offers several different answers ("72
-    or 73", two boxes that disagree): it scores 0.0, whatever the reference (docs/architecture.md, Design,
-    failure policy). `candidates` are the answers offered, as written."""
+    or 73", two boxes that disagree): it scores 0.0, whatever the reference
+    (docs/architecture.md, Design, failure policy). `candidates` are the answers offered, as
+    written."""
 
     candidates: tuple[str, ...]
 

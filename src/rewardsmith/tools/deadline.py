@@ -2,8 +2,8 @@
 
 Verifiers bound each step (the reference, then each completion's extract + compare): parsers
 with super-linear corners (sympy, math-verify's LaTeX grammar, a dataset's scorer) must not
-hold a batch, nor a trainer, hostage (docs/architecture.md, Design: "Timeouts never rely on SIGALRM in
-threads ... the caller never hangs"). `deadline(seconds)` raises `StepTimeout`, a
+hold a batch, nor a trainer, hostage (docs/architecture.md, Design: "Timeouts never rely on
+SIGALRM in threads ... the caller never hangs"). `deadline(seconds)` raises `StepTimeout`, a
 `BaseException`, so library code's `except Exception` handlers do not swallow it:
 
 - on the main thread, with a timer signal (`setitimer`, fractional seconds): it interrupts
