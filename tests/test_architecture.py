@@ -16,7 +16,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rewardsmith"
 LAYERS: list[set[str]] = [
     {"sandbox"},  # runs untrusted code: imports nothing else of rewardsmith
     {"types", "errors", "config"},
-    {"files", "plaintext"},  # folders others may have prepared; text from data, made inert
+    {
+        "files",
+        "plaintext",
+        "samples",
+    },  # folders others may have prepared; text from data, made inert; the sample reader
     {"combine", "jsonl", "llm", "client", "answers", "reward_metrics"},
     {"models", "report", "exploits", "rollout_log"},  # HF loading; plots; exploit corpus
     {"library", "rm"},

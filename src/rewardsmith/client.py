@@ -9,7 +9,9 @@ both on httpx.
 Results are `rewardsmith.Reward`s, one per sample, in order. A 503 (the server is full or
 starting) and connection errors are retried with exponential backoff, waiting at least the
 server's `Retry-After`, up to `retries` times; other errors raise `ServiceError` with the
-server's message (a 422 names the bad field). Batches larger than `batch_size` are sent in
+server's message (a 422 names the bad field). A sample given as a dict is read by the
+server's own reader before it is sent: one the server would refuse raises `InputError`
+(`sample N: ...`, naming the field) without a request. Batches larger than `batch_size` are sent in
 parts and joined.
 
 The trainer adapters (`rewardsmith.integrations.trl`, `.verl`, `.openrlhf`) score through
@@ -24,10 +26,10 @@ import os
 import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from rewardsmith.errors import MissingDependencyError, ServiceError
+from rewardsmith.samples import as_samples, sample_from_dict, sample_to_dict
 from rewardsmith.types import Reward, Sample
 
 URL_ENV = "REWARDSMITH_URL"
@@ -54,14 +56,10 @@ def _httpx() -> Any:
 
 
 def sample_json(sample: SampleLike) -> dict[str, Any]:
-    """A sample as the JSON `/v1/score` reads (a JSONL line)."""
-    if isinstance(sample, Sample):
-        data = asdict(sample)
-        data["meta"] = dict(sample.meta)
-        if not isinstance(sample.prompt, str | None):
-            data["prompt"] = [dict(m) for m in sample.prompt]
-        return {k: v for k, v in data.items() if v is not None and v != {}}
-    return dict(sample)
+    """A sample as the JSON `/v1/score` reads (a JSONL line). A dict is read first by the
+    server's own reader (`samples.sample_from_dict`): one it would refuse raises
+    `InputError` here, naming the field, before anything is sent."""
+    return sample_to_dict(sample if isinstance(sample, Sample) else sample_from_dict(sample))
 
 
 def reward_from_json(data: Mapping[str, Any]) -> Reward:
@@ -80,7 +78,7 @@ def reward_from_json(data: Mapping[str, Any]) -> Reward:
 def _score_body(
     samples: Sequence[SampleLike], tool: str | None, task_map: Mapping[str, str] | None
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"samples": [sample_json(s) for s in samples]}
+    body: dict[str, Any] = {"samples": [sample_to_dict(s) for s in as_samples(samples)]}
     if tool is not None:
         body["tool"] = tool
     if task_map is not None:

@@ -27,6 +27,16 @@ class InputError(RewardsmithError, ValueError):
     """Input data is malformed (a bad JSONL line, a missing field)."""
 
 
+class SampleError(InputError):
+    """A sample object breaks the sample rules (`samples.sample_from_dict`); `field` names the
+    field at fault (None: the value itself is not an object). The CLI reports it with the
+    path and line, the server as a 422 whose location ends in the field."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class LibraryError(RewardsmithError):
     """The tool library file cannot be opened or is inconsistent."""
 

@@ -10,9 +10,9 @@ limits that keep a hostile one from exhausting memory or the stack: a line longe
 more than `MAX_GZIP_RATIO` times its size. `read_records` reads on past a bad line and lists
 every bad line at once.
 
-Sample lines (docs/architecture.md, Design, "JSONL in/out"): `{"id", "prompt", "completion",
-"reference", "task", "meta"}`; only `completion` is required. A reference that is not a
-string (a number, a JSON object such as a reasoning-gym entry) is kept as its JSON text.
+Sample lines (docs/architecture.md, Design, "JSONL in/out") are read by the one sample reader,
+`rewardsmith.samples.sample_from_dict`, which the server's request bodies and the client use
+too.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import json
 import os
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from rewardsmith.errors import InputError
 from rewardsmith.files import open_regular
-from rewardsmith.types import Reward, Sample
+from rewardsmith.samples import json_type, sample_from_dict
+from rewardsmith.types import Reward
 
 # How many bad lines one error message lists before it says "and N more".
 MAX_REPORTED_ERRORS = 20
@@ -280,65 +281,8 @@ def read_jsonl(
     out = []
     for line_no, value in iter_jsonl(path, allow_array=allow_array, regular_only=regular_only):
         if objects and not isinstance(value, dict):
-            raise InputError(f"{path}:{line_no}: expected a JSON object, got {_json_type(value)}")
+            raise InputError(f"{path}:{line_no}: expected a JSON object, got {json_type(value)}")
         out.append(value)
-    return out
-
-
-def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "true/false"}.get(
-        type(value), "a number" if isinstance(value, int | float) else "null"
-    )
-
-
-def sample_from_dict(data: Mapping[str, Any]) -> Sample:
-    """Build a `Sample` from one input record; raise `InputError` saying what is wrong."""
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object, got {_json_type(data)}")
-    if "completion" not in data:
-        raise InputError("missing required field 'completion'")
-    completion = data["completion"]
-    if not isinstance(completion, str):
-        raise InputError(f"'completion' must be a string, got {type(completion).__name__}")
-    prompt = data.get("prompt")
-    is_chat = isinstance(prompt, list) and all(isinstance(m, Mapping) for m in prompt)
-    if prompt is not None and not isinstance(prompt, str) and not is_chat:
-        raise InputError("'prompt' must be a string or a list of chat messages")
-    reference = data.get("reference")
-    if reference is not None and not isinstance(reference, str):
-        reference = json.dumps(reference, ensure_ascii=False)
-    task = data.get("task")
-    if task is not None and not isinstance(task, str):
-        raise InputError(f"'task' must be a string, got {type(task).__name__}")
-    meta = data.get("meta") or {}
-    if not isinstance(meta, Mapping):
-        raise InputError(f"'meta' must be an object, got {type(meta).__name__}")
-    group = data.get("group")
-    if group is not None:  # who votes together (`majority_vote`): kept with the sample
-        text = group if isinstance(group, str) else json.dumps(group, sort_keys=True)
-        meta = {**meta, "group": text}
-    raw_id = data.get("id")
-    return Sample(
-        completion=completion,
-        prompt=prompt,
-        reference=reference,
-        task=task,
-        meta=dict(meta),
-        id=None if raw_id is None else str(raw_id),
-    )
-
-
-def as_samples(items: Iterable[Sample | Mapping[str, Any]]) -> list[Sample]:
-    """Accept `Sample`s or dicts in the JSONL format."""
-    out = []
-    for i, item in enumerate(items):
-        if isinstance(item, Sample):
-            out.append(item)
-            continue
-        try:
-            out.append(sample_from_dict(item))
-        except InputError as exc:
-            raise InputError(f"sample {i}: {exc}") from None
     return out
 
 

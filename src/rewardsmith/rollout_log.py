@@ -34,7 +34,8 @@ from typing import Any
 
 from rewardsmith.errors import InputError
 from rewardsmith.files import open_append
-from rewardsmith.jsonl import iter_jsonl, sample_from_dict
+from rewardsmith.jsonl import iter_jsonl
+from rewardsmith.samples import sample_from_dict
 from rewardsmith.types import STATUSES, Reward, Sample
 
 #: How many bad lines one error message lists.

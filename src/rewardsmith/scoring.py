@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from rewardsmith.errors import ConfigError, RewardsmithError
-from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
+from rewardsmith.samples import as_samples
 from rewardsmith.tools.base import score_batch
 from rewardsmith.tools.composite import CompositeTool
 from rewardsmith.types import Reward, RewardTool, Sample, ToolSpec

@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rewardsmith.errors import ConfigError, MissingDependencyError
-from rewardsmith.jsonl import as_samples
 from rewardsmith.library.store import Library
 from rewardsmith.router.decision import Decision
 from rewardsmith.router.embedded import (
@@ -66,6 +65,7 @@ from rewardsmith.router.evidence import (
 from rewardsmith.router.features import SampleFeatures, sample_features
 from rewardsmith.router.learning import learned_state
 from rewardsmith.router.ledger import MAX_SIGNATURES, RouteLedger
+from rewardsmith.samples import as_samples
 from rewardsmith.types import Sample
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
 
 from rewardsmith.server.engine import ScoringEngine
-from rewardsmith.server.models import BatchTooLarge
+from rewardsmith.server.models import BatchTooLarge, request_errors
 
 _bearer = HTTPBearer(auto_error=False, description="The server's --token, if it has one.")
 
@@ -50,8 +50,7 @@ async def parse_body(request: Request, model: type[ModelT]) -> tuple[ModelT, byt
         request.app.state.metrics.rejected.labels("batch").inc()
         raise HTTPException(status_code=413, detail=str(exc)) from None
     except ValidationError as exc:
-        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
-        raise RequestValidationError(errors) from None
+        raise RequestValidationError(request_errors(exc)) from None
 
 
 def json_body(model: type[BaseModel]) -> dict[str, Any]:

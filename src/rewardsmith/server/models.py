@@ -1,22 +1,31 @@
 """Request and response bodies of the HTTP API (pydantic, at module level so they are
 testable on their own and make the OpenAPI schema).
 
-A sample in a request has the fields of a JSONL input line (docs/architecture.md, Design,
-"JSONL in/out"); only `completion` is required, unknown fields are ignored, and a reference
-that is not a string (a number, an object) is kept as its JSON text, as `rewardsmith score`
-reads files.
+A sample in a request is a JSONL input line (docs/architecture.md, Design, "JSONL in/out"),
+read by the function `rewardsmith score` reads files with (`samples.sample_from_dict`): the
+same object is accepted or refused, with the same message, over HTTP and on the command line.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from rewardsmith.errors import SampleError
+from rewardsmith.samples import sample_from_dict
 from rewardsmith.types import STATUSES, Reward, Sample
 
 Status = Literal["ok", "not_applicable", "timeout", "error", "invalid_reference"]
@@ -42,45 +51,47 @@ def _check_batch(value: Any, handler: ValidatorFunctionWrapHandler, info: Valida
     return handler(value)
 
 
-class Message(BaseModel):
-    """One chat message of a prompt."""
+class SampleIn(BaseModel):
+    """One sample to score: a JSONL input line. This model documents the schema; a sample
+    is read by `rewardsmith.samples.sample_from_dict`, the reader `rewardsmith score` uses,
+    so a sample is accepted or refused (with the same message) over HTTP as in a file."""
 
     model_config = ConfigDict(extra="allow")
 
-    role: str = "user"
-    content: Any = ""
-
-
-class SampleIn(BaseModel):
-    """One sample to score: a JSONL input line."""
-
-    model_config = ConfigDict(extra="ignore")
-
     completion: str
-    prompt: str | list[Message] | None = None
-    reference: str | int | float | bool | list[Any] | dict[str, Any] | None = None
+    prompt: str | list[dict[str, Any]] | None = Field(
+        default=None, description="Text, or chat messages (`role`, when given, a string)."
+    )
+    reference: Any = Field(default=None, description="Not a string: kept as its JSON text.")
     task: str | None = None
-    id: str | int | None = None
+    id: str | int | None = Field(default=None, description="A string or an integer.")
     meta: dict[str, Any] | None = None
+    group: Any = Field(default=None, description="Samples that vote together; kept in `meta`.")
 
-    def to_sample(self) -> Sample:
-        """The core `Sample`, read as `rewardsmith.jsonl.sample_from_dict` reads a line."""
-        reference = self.reference
-        if reference is not None and not isinstance(reference, str):
-            reference = json.dumps(reference, ensure_ascii=False)
-        prompt: str | list[dict[str, Any]] | None
-        if isinstance(self.prompt, list):
-            prompt = [m.model_dump() for m in self.prompt]
-        else:
-            prompt = self.prompt
-        return Sample(
-            completion=self.completion,
-            prompt=prompt,
-            reference=reference,
-            task=self.task,
-            meta=dict(self.meta or {}),
-            id=None if self.id is None else str(self.id),
-        )
+
+def _read_sample(value: Any) -> Sample:
+    try:
+        return sample_from_dict(value)
+    except SampleError as exc:
+        context = {"reason": str(exc), "field": exc.field}
+        raise PydanticCustomError("sample", "{reason}", context) from None
+
+
+#: A request's sample: read by the one sample reader, documented as `SampleIn`.
+SampleField = Annotated[Sample, PlainValidator(_read_sample, json_schema_input_type=SampleIn)]
+
+
+def request_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """A body's validation errors as a 422 lists them: each location under `body`, and a
+    bad sample's location ending in the field at fault (`["body", "samples", 3, "meta"]`)."""
+    out = []
+    for error in exc.errors(include_url=False):
+        loc: list[Any] = ["body", *error["loc"]]
+        field = (error.get("ctx") or {}).get("field") if error["type"] == "sample" else None
+        if field:
+            loc.append(field)
+        out.append({"loc": loc, "msg": error["msg"], "type": error["type"]})
+    return out
 
 
 class ScoreRequest(BaseModel):
@@ -89,7 +100,7 @@ class ScoreRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    samples: list[SampleIn]
+    samples: list[SampleField]
     tool: str | None = Field(default=None, min_length=1)
     task_map: dict[str, str] | None = None
 
@@ -117,7 +128,7 @@ class RouteRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    samples: list[SampleIn]
+    samples: list[SampleField]
 
     _batch_limit = field_validator("samples", mode="wrap")(_check_batch)
 

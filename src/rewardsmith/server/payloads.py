@@ -26,6 +26,7 @@ from rewardsmith.server.models import (
     OpenRLHFRequest,
     ScoreRequest,
     openrlhf_json,
+    request_errors,
     reward_json,
 )
 from rewardsmith.types import Reward, Sample
@@ -102,14 +103,10 @@ def parse(
     except BatchTooLarge as exc:
         return RequestProblem("too_large", [], str(exc))
     except ValidationError as exc:
-        errors = [
-            {"loc": ["body", *e["loc"]], "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors(include_url=False)
-        ]
-        return RequestProblem("invalid", errors)
+        return RequestProblem("invalid", request_errors(exc))
     if isinstance(parsed, ScoreRequest):
         check_tools(library, parsed.tool, parsed.task_map)
-        samples = [s.to_sample() for s in parsed.samples]
+        samples = list(parsed.samples)
         if parsed.tool is None and parsed.task_map is None:
             return Parsed(samples, None, None)
         return Parsed(samples, parsed.tool, tuple(sorted((parsed.task_map or {}).items())))

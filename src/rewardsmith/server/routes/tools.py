@@ -28,4 +28,4 @@ async def tools(scoring: Engine) -> dict[str, Any]:
 async def route(request: Request, scoring: Engine) -> dict[str, Any]:
     """The router's decision for each sample (`rewardsmith route`'s `route` field)."""
     parsed, _ = await parse_body(request, RouteRequest)
-    return {"decisions": await scoring.route([s.to_sample() for s in parsed.samples])}
+    return {"decisions": await scoring.route(parsed.samples)}
