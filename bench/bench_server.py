@@ -99,9 +99,8 @@ def expected_rewards(
     batches: list[list[dict[str, Any]]], library: str, tool: str
 ) -> list[list[dict[str, Any]]]:
     from rewardsmith.scoring import score
-    from rewardsmith.server.models import reward_json
 
-    return [[reward_json(r) for r in score(b, tool, library=library)] for b in batches]
+    return [[r.to_dict("api") for r in score(b, tool, library=library)] for b in batches]
 
 
 # -- the load: one process of asyncio clients ------------------------------------------------

@@ -62,17 +62,13 @@ def sample_json(sample: SampleLike) -> dict[str, Any]:
     return sample_to_dict(sample if isinstance(sample, Sample) else sample_from_dict(sample))
 
 
-def reward_from_json(data: Mapping[str, Any]) -> Reward:
-    """A `Reward` from one item of the server's `rewards` list."""
-    components = {k: float(v) for k, v in (data.get("components") or {}).items() if v is not None}
-    score = data.get("score")
-    return Reward(
-        score=None if score is None else float(score),
-        status=data.get("status", "ok"),
-        components=components,
-        tool=str(data.get("tool", "")),
-        reason=str(data.get("reason", "")),
-    )
+def reward_from_json(data: Any) -> Reward:
+    """A `Reward` from one item of the server's `rewards` list (`Reward.from_dict`, the
+    HTTP API's layout); one that is not a reward raises `ServiceError`."""
+    try:
+        return Reward.from_dict(data, "api")
+    except ValueError as exc:
+        raise ServiceError(f"the server answered a reward that is not one: {exc}") from None
 
 
 def _score_body(

@@ -26,6 +26,7 @@ joined by `+`) and veRL's `trainer.rollout_data_dir` dumps (`input`, `output`, `
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from rewardsmith.errors import InputError
 from rewardsmith.files import open_append
 from rewardsmith.jsonl import iter_jsonl
 from rewardsmith.samples import sample_from_dict
-from rewardsmith.types import STATUSES, Reward, Sample
+from rewardsmith.types import Reward, Sample
 
 #: How many bad lines one error message lists.
 MAX_REPORTED_ERRORS = 20
@@ -174,36 +175,35 @@ def _normalized(value: Any) -> dict[str, Any]:
 
 
 def stored_reward(record: Mapping[str, Any]) -> Reward | None:
-    """The reward a line was stored with, None when it has none."""
+    """The reward a line was stored with (`Reward.from_dict`), None when it has none. Lines
+    of older writers are read too: no `status` (`ok` for a number, else `not_applicable`),
+    GRPO's per-tool `rewards` for `components` and (joined by `+`) for `tool`; components
+    and a `reason` that are not numbers / text are left out."""
     if "reward" not in record:
         return None
     score = record["reward"]
-    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-        raise InputError(f"'reward' must be a number or null, got {type(score).__name__}")
-    status = record.get("status") or ("ok" if score is not None else "not_applicable")
-    if status not in STATUSES:
-        raise InputError(f"'status' must be one of {', '.join(STATUSES)}, got {status!r}")
+    rewards = record.get("rewards")
     parts = record.get("components")
     if not isinstance(parts, Mapping):
-        rewards = record.get("rewards")
         parts = rewards if isinstance(rewards, Mapping) else {}
-    components = {
-        str(k): float(v) for k, v in parts.items() if isinstance(v, int | float) and v == v
-    }
     tool = record.get("tool")
     if not isinstance(tool, str) or not tool:
-        rewards = record.get("rewards")
         tool = "+".join(rewards) if isinstance(rewards, Mapping) else ""
     reason = record.get("reason")
+    line = {
+        "reward": score,
+        "status": record.get("status") or ("ok" if score is not None else "not_applicable"),
+        "tool": tool,
+        "components": {
+            str(k): v
+            for k, v in parts.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        },
+        "reason": reason if isinstance(reason, str) else "",
+    }
     try:
-        return Reward(
-            None if score is None else float(score),
-            status,
-            components,
-            tool,
-            reason if isinstance(reason, str) else "",
-        )
-    except ValueError as exc:  # a score that is not finite
+        return Reward.from_dict(line)
+    except ValueError as exc:  # a score that is not a finite number, an unknown status
         raise InputError(str(exc)) from None
 
 

@@ -33,6 +33,9 @@ PROVENANCES: tuple[Provenance, ...] = (
 
 CostClass = Literal["cheap", "moderate", "expensive"]
 
+# The two layouts of a reward's JSON (`Reward.to_dict`): an output line's, the HTTP API's.
+RewardLayout = Literal["line", "api"]
+
 # The reference formats the router tells apart (`router.features` reads a sample's; a tool's
 # is `ToolSpec.ref_format`): none, a number, LaTeX, an option letter, an option index among
 # the options a prompt lists, unit tests, a reasoning-gym dataset entry, any other JSON,
@@ -110,15 +113,66 @@ class Reward:
         if self.score is not None and not math.isfinite(self.score):
             raise ValueError(f"reward score must be finite, got {self.score!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The output-line fields of docs/architecture.md's JSONL format."""
+    def to_dict(self, layout: RewardLayout = "line") -> dict[str, Any]:
+        """The one JSON form of a reward, wherever one leaves a process: output and rollout
+        lines, the HTTP API, the server's and the verifier pool's workers (docs/architecture.md,
+        Design, "JSONL in/out"). Two layouts of the same values, both read by users and kept
+        as they are: `line`, an output line's `reward, status, tool, components, reason`
+        (also what the workers send), and `api`, an item of the HTTP API's `rewards`, `score,
+        status, components, tool, reason`. A component is a float, null when it is not a
+        finite number (JSON has no NaN)."""
+        components = {str(k): _finite(v) for k, v in self.components.items()}
+        if layout == "api":
+            return {
+                "score": self.score,
+                "status": self.status,
+                "components": components,
+                "tool": self.tool,
+                "reason": self.reason,
+            }
         return {
             "reward": self.score,
             "status": self.status,
             "tool": self.tool,
-            "components": dict(self.components),
+            "components": components,
             "reason": self.reason,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], layout: RewardLayout = "line") -> Reward:
+        """The reward `to_dict(layout)` wrote (`components` null are left out: they were
+        not finite). Anything else raises `ValueError` naming the field; the caller says
+        where the data came from."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a reward must be an object, got {type(data).__name__}")
+        key = "score" if layout == "api" else "reward"
+        score = data.get(key)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise ValueError(f"'{key}' must be a number or null, got {score!r:.40}")
+        status = data.get("status")
+        if status not in STATUSES:
+            raise ValueError(f"'status' must be one of {', '.join(STATUSES)}, got {status!r:.40}")
+        parts = data.get("components", {})
+        if not isinstance(parts, Mapping) or not all(
+            v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+            for v in parts.values()
+        ):
+            raise ValueError("'components' must be an object of numbers (null: not finite)")
+        tool, reason = data.get("tool", ""), data.get("reason", "")
+        if not isinstance(tool, str) or not isinstance(reason, str):
+            raise ValueError("'tool' and 'reason' must be strings")
+        return cls(
+            None if score is None else float(score),
+            status,
+            {str(k): float(v) for k, v in parts.items() if v is not None},
+            tool,
+            reason,
+        )
+
+
+def _finite(value: float) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,6 @@ from rewardsmith.server.workers import (
     ScorerSpec,
     TaskMap,
     WorkerPool,
-    reward_from_row,
     score_job,
 )
 from rewardsmith.types import Reward, Sample
@@ -216,7 +215,7 @@ class ScoringEngine:
         rewards: list[Reward] = []
         for sample, reply in zip(samples, replies, strict=True):
             if reply.kind == "ok" and len(reply.value) == 1:
-                rewards.append(reward_from_row(reply.value[0]))
+                rewards.append(Reward.from_dict(reply.value[0]))
             else:
                 self._raise_for(reply)
                 rewards.append(self._unscored(sample, reply, call))

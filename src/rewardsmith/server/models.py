@@ -8,7 +8,6 @@ same object is accepted or refused, with the same message, over HTTP and on the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -108,7 +107,8 @@ class ScoreRequest(BaseModel):
 
 
 class RewardOut(BaseModel):
-    """One reward, as `rewardsmith score` writes it (the `reward` field is `score` here)."""
+    """One reward, as `rewardsmith score` writes it (the `reward` field is `score` here):
+    `Reward.to_dict("api")`, which documents this model."""
 
     score: float | None
     status: Status
@@ -186,22 +186,6 @@ class ErrorResponse(BaseModel):
 
     error: str
     detail: list[dict[str, Any]] | None = None
-
-
-def _finite(value: float) -> float | None:
-    # JSON has no NaN or infinity; a tool component that is not finite is reported as null.
-    return value if math.isfinite(value) else None
-
-
-def reward_json(reward: Reward) -> dict[str, Any]:
-    """A `Reward` as a `RewardOut` dict (built directly: this runs for every sample)."""
-    return {
-        "score": reward.score,
-        "status": reward.status,
-        "components": {str(k): _finite(float(v)) for k, v in reward.components.items()},
-        "tool": reward.tool,
-        "reason": reward.reason,
-    }
 
 
 def openrlhf_json(rewards: Sequence[Reward]) -> dict[str, Any]:

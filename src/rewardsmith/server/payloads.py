@@ -27,7 +27,6 @@ from rewardsmith.server.models import (
     ScoreRequest,
     openrlhf_json,
     request_errors,
-    reward_json,
 )
 from rewardsmith.types import Reward, Sample
 
@@ -138,7 +137,7 @@ def openrlhf_samples(request: OpenRLHFRequest, task: str | None) -> list[Sample]
 def render(kind: Kind, rewards: Sequence[Reward]) -> bytes:
     """The response body for `rewards`."""
     if kind == "score":
-        body: dict[str, Any] = {"rewards": [reward_json(r) for r in rewards]}
+        body: dict[str, Any] = {"rewards": [r.to_dict("api") for r in rewards]}
     else:
         body = openrlhf_json(rewards)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.library.store import Library
 from rewardsmith.rollout_log import RolloutLog
+from rewardsmith.samples import sample_from_dict, sample_to_dict
 from rewardsmith.scoring import Scorer
 from rewardsmith.server.payloads import (
     FieldError,
@@ -45,7 +46,7 @@ from rewardsmith.server.payloads import (
     request_rows,
 )
 from rewardsmith.server.pipes import AsyncPipe, PipeClosed
-from rewardsmith.types import Reward, Sample
+from rewardsmith.types import Sample
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +157,9 @@ class _Scorers:
     def run(self, job: tuple[Any, ...]) -> Any:
         kind = job[0]
         if kind == "score":
-            _, rows, tool, task_map = job
-            rewards = self.scorer(tool, task_map).score([Sample(*row) for row in rows]).rewards
-            return [reward_row(r) for r in rewards]
+            _, items, tool, task_map = job
+            samples = [sample_from_dict(item) for item in items]
+            return [r.to_dict() for r in self.scorer(tool, task_map).score(samples).rewards]
         if kind == "request":
             _, body_kind, body, task, url_tool = job
             parsed = parse(body_kind, body, self.library, self.spec.max_batch, task, url_tool)
@@ -417,19 +418,7 @@ class WorkerPool:
 def score_job(
     samples: Sequence[Sample], tool: str | None, task_map: TaskMap | None
 ) -> tuple[Any, ...]:
-    """The job that scores `samples` (None tool and task map: the server's defaults).
-    Samples and rewards cross the pipe as plain tuples: pickling dataclasses costs several
-    times more, and this is every request's path."""
-    rows = [(s.completion, s.prompt, s.reference, s.task, s.meta, s.id) for s in samples]
-    return ("score", rows, tool, task_map)
-
-
-RewardRow = tuple[float | None, str, dict[str, float], str, str]
-
-
-def reward_row(reward: Reward) -> RewardRow:
-    return (reward.score, reward.status, dict(reward.components), reward.tool, reward.reason)
-
-
-def reward_from_row(row: RewardRow) -> Reward:
-    return Reward(row[0], row[1], row[2], row[3], row[4])  # type: ignore[arg-type]
+    """The job that scores `samples` (None tool and task map: the server's defaults; the
+    fallback path's, one sample a job). Samples cross the pipe in their JSON form
+    (`samples.sample_to_dict`) and rewards come back in theirs (`Reward.to_dict`)."""
+    return ("score", [sample_to_dict(s) for s in samples], tool, task_map)

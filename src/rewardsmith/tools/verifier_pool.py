@@ -25,7 +25,6 @@ times; after `MAX_START_FAILURES` workers failed to start in one call the rest s
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import select
@@ -319,17 +318,12 @@ class VerifierPool:
             raise _ProtocolError(f"unexpected message {str(event)[:80]}")
 
     def _reward(self, payload: Any) -> Reward:
-        """A reward the worker sent (`dataclasses.asdict`), checked; stamped with our spec."""
+        """A reward the worker sent (`Reward.to_dict`), checked; stamped with our spec."""
+        if not isinstance(payload, dict):
+            raise _ProtocolError(f"bad reward: {str(payload)[:80]}")
         try:
-            score = payload["score"]
-            return Reward(
-                score=None if score is None else float(score),
-                status=payload["status"],
-                components={str(k): float(v) for k, v in payload["components"].items()},
-                tool=self.spec.ref,
-                reason=str(payload["reason"]),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return Reward.from_dict({**payload, "tool": self.spec.ref})
+        except ValueError as exc:
             raise _ProtocolError(f"bad reward: {exc}") from exc
 
     def _fail_step(
@@ -376,10 +370,3 @@ class VerifierPool:
                 results[g][k] = make_reward(self.spec, 0.0, "error", reason=reason)
         for worker in self._workers:
             worker.chunks.clear()
-
-
-def reward_message(reward: Reward) -> dict[str, Any]:
-    """A reward as the worker sends it (plain JSON)."""
-    payload = dataclasses.asdict(reward)
-    payload["components"] = dict(reward.components)
-    return payload

@@ -5,7 +5,7 @@ Started by `rewardsmith.tools.verifier_pool` as a `rewardsmith.sandbox.process.W
 names the tool (`factory` "module:Class", `spec`, `params`) and the `timeout` of each step.
 It warms the tool up, says `["ready", pid]`, then for each `[reference, completions]` it
 receives sends the events of `tool.check_group` as they happen: `["reference", problem]`,
-then `["item", index, reward]` per completion (`reward` as a plain dict), or
+then `["item", index, reward]` per completion (`reward` in its JSON form, `Reward.to_dict`), or
 `["failed", reason]` when the tool itself fails (a setup error, not a bad completion).
 The work runs on this process's main thread, where `deadline` can interrupt each step; the
 pool kills the process when even that does not help. End of file on its input (the pool
@@ -22,7 +22,6 @@ from typing import Any
 from rewardsmith.sandbox.process import FrameError, recv, send
 from rewardsmith.tools.base import AnswerVerifier
 from rewardsmith.tools.deadline import StepTimeout, deadline
-from rewardsmith.tools.verifier_pool import reward_message
 from rewardsmith.types import ToolSpec
 
 # The warm-up normally takes well under a second; it must never keep a worker from starting.
@@ -60,7 +59,7 @@ def main(in_fd: int, out_fd: int, config: dict[str, Any]) -> None:
             try:
                 for event in tool.check_group(reference, completions, timeout):
                     if event[0] == "item":
-                        event = ("item", event[1], reward_message(event[2]))
+                        event = ("item", event[1], event[2].to_dict())
                     send(out_fd, list(event))
             except Exception as exc:  # the tool, not a completion: the pool says so
                 send(out_fd, ["failed", f"{type(exc).__name__}: {exc}"])
