@@ -35,7 +35,7 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rewardsmith.sandbox import plain
@@ -102,6 +102,24 @@ class Records:
                 data = data[_write(self.fd, data) :]
             except OSError:
                 return
+
+
+# One result record as `Records` wrote it, `NONCE KIND INDEX TEXT`, without the nonce:
+# (kind, index, text). A plain tuple: this module is loaded inside the sandbox too, where
+# nothing should build classes from source at import (namedtuple does).
+Record = tuple[str, str, str]
+
+
+def channel_records(channel: str, nonce: str) -> Iterator[Record | None]:
+    """The records of a run's result channel, in order, read by the caller (the one reader
+    of what `Records` writes): None for a line not signed with the run's nonce (forged or
+    garbled; the caller decides what that costs)."""
+    for line in channel.splitlines():
+        parts = line.split(" ", 3)
+        if len(parts) < 3 or parts[0] != nonce:
+            yield None
+        else:
+            yield (parts[1], parts[2], parts[3] if len(parts) > 3 else "")
 
 
 def describe(exc: BaseException) -> str:

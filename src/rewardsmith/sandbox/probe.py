@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from rewardsmith.sandbox import probe_data
+from rewardsmith.sandbox.harness import channel_records
 from rewardsmith.sandbox.policy import static_check
 from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits, default_sandbox
 from rewardsmith.sandbox.probe_checks import ProbeRuns, plan_runs
@@ -128,11 +129,10 @@ def parse_reward_records(
     module holds (a job with `strings`) are added to `strings`."""
     results: list[Any] = []
     loaded = False
-    for line in result.channel.splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or parts[0] != nonce:
+    for record in channel_records(result.channel, nonce):
+        if record is None:
             return ChannelFailure(False, "a result record without the run's nonce")
-        kind, index, text = parts[1], parts[2], parts[3] if len(parts) > 3 else ""
+        kind, index, text = record
         if kind in ("memory", "exit"):
             continue
         if kind == "error":

@@ -107,8 +107,8 @@ class ScoreRequest(BaseModel):
 
 
 class RewardOut(BaseModel):
-    """One reward, as `rewardsmith score` writes it (the `reward` field is `score` here):
-    `Reward.to_dict("api")`, which documents this model."""
+    """One reward, as `rewardsmith score` writes it (the `reward` field is `score` here).
+    Documents the schema; the server writes `Reward.to_dict("api")`."""
 
     score: float | None
     status: Status

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rewardsmith.sandbox import plain
+from rewardsmith.sandbox.harness import channel_records
 from rewardsmith.sandbox.pool import ExecutionResult
 from rewardsmith.tools.code_reference import TestSuite, build_program
 
@@ -162,17 +163,17 @@ def _prepared(result: ExecutionResult, nonce: str) -> tuple[dict[str, Any], bool
     """The values a prepare run reported (key -> its JSON object), and whether it finished."""
     values: dict[str, Any] = {}
     done = False
-    for line in result.channel.splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or parts[0] != nonce:
+    for record in channel_records(result.channel, nonce):
+        if record is None:
             continue
-        if parts[1] == "value" and len(parts) == 4:
+        kind, index, text = record
+        if kind == "value":
             try:
-                value = json.loads(parts[3])
+                value = json.loads(text)
             except ValueError:
                 continue
             if isinstance(value, dict) and len(value) == 1:
-                values[parts[2]] = value
-        elif parts[1] == "done":
-            done = parts[2] == str(len(values))
+                values[index] = value
+        elif kind == "done":
+            done = index == str(len(values))
     return values, done and result.status == "ok"

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from rewardsmith.sandbox import plain
+from rewardsmith.sandbox.harness import channel_records
 from rewardsmith.sandbox.judge import failed_call
 from rewardsmith.sandbox.pool import ExecutionResult
 from rewardsmith.tools.code_plan import Plan, Slot
@@ -102,11 +103,10 @@ def read_records(
     seen = 0
     load = ""  # this run's `load` record: "", "ok" or "fail"
     done = False
-    for line in result.channel.splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or parts[0] != nonce:
+    for record in channel_records(result.channel, nonce):
+        if record is None:
             return out.fail("error", "result channel tampered with (unsigned record)")
-        kind, index, text = parts[1], parts[2], parts[3] if len(parts) > 3 else ""
+        kind, index, text = record
         if kind in ("memory", "exit"):
             continue
         if kind == "error":
@@ -207,11 +207,10 @@ def settle(outcome: Outcome, result: ExecutionResult, nonce: str) -> None:
     expected = sorted(outcome.pending)
     decided: dict[int, tuple[bool, str]] = {}
     complete = False
-    for line in result.channel.splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or parts[0] != nonce or parts[1] in ("exit", "memory"):
+    for record in channel_records(result.channel, nonce):
+        if record is None or record[0] in ("exit", "memory"):
             continue
-        kind, index, text = parts[1], parts[2], parts[3] if len(parts) > 3 else ""
+        kind, index, text = record
         if kind == "test" and index.isdigit() and int(index) in outcome.pending:
             decided[int(index)] = (text == "pass", text.removeprefix("fail "))
         elif kind == "done" and index == str(len(expected)):
