@@ -359,3 +359,12 @@ def test_a_program_that_shadows_a_builtin_the_check_uses_gains_nothing(tool: Cod
     code = "def set(x):\n    return 1\ndef common(a, b):\n    return ()\n"
     [reward] = tool.score([Sample(completion=code, reference=reference)])
     assert reward.score == 0.0, reward
+
+
+# A right program whose reported values mention memory (or exit, or done) is not a run that
+# ran out of memory: only the harness's own signed record says so.
+@pytest.mark.parametrize("value", ["low memory mode", " memory ", "exit 0 memory 1"])
+def test_a_right_answer_that_mentions_memory_passes(tool: CodeTool, value: str) -> None:
+    program = f"```python\ndef f():\n    return {value!r}\n```"
+    [reward] = score(tool, [{"completion": program, "reference": f"assert f() == {value!r}"}])
+    assert (reward.score, reward.status, reward.reason) == (1.0, "ok", "passed 1/1")

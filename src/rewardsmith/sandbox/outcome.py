@@ -13,6 +13,8 @@ import os
 import signal
 from typing import Any
 
+from rewardsmith.sandbox.harness import channel_records
+
 READ_CHUNK = 65536
 
 
@@ -64,6 +66,7 @@ def reply(
     duration: float,
     captures: dict[str, Capture],
     limits: dict[str, Any],
+    nonce: str,
     oom: bool = False,
     budget_kind: str = "rlimit",
     stretched: float | None = None,
@@ -82,7 +85,10 @@ def reply(
     else:
         exit_code = os.WEXITSTATUS(status)
     cpu_limit = max(1, int(limits["cpu_seconds"] + 0.999))
-    memory = " memory " in channel or stderr.rstrip().endswith("MemoryError")
+    # The harness's own `memory` record, read as a record: a value the program reported
+    # that merely contains the word (a function returning "low memory mode") is not one.
+    memory = any(r is not None and r[0] == "memory" for r in channel_records(channel, nonce))
+    memory = memory or stderr.rstrip().endswith("MemoryError")
     if captures["res"].dropped:
         state = "error"
         reason = (

@@ -169,6 +169,7 @@ def supervise(
         duration,
         captures,
         limits,
+        started["nonce"],
         oom=oom,
         budget_kind=budget.kind,
         stretched=deadline - start if deadline - start > wall + 0.5 else None,
