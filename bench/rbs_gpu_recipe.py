@@ -69,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tiny", action="store_true", help="tiny sizes: a CPU check of the path")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse OUT's data files and continue training from its newest checkpoint",
+    )
+    p.add_argument("--train-only", action="store_true", help="stop after training")
     size = p.add_argument_group("data and training sizes")
     size.add_argument(
         "--tokens",
@@ -195,22 +201,29 @@ def train_words(args: argparse.Namespace, out: Path, corpus: Path, steps: int) -
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole recipe; returns (and writes) the results."""
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    if args.device.startswith("cuda"):
+        import torch
+
+        torch.set_float32_matmul_precision("high")  # TF32 matmuls: float32 weights, ~3x faster
     r = Recipe(args)
     corpus, pairs, bo8 = r.data / "corpus.jsonl", r.data / "pairs", r.data / "bo8.jsonl"
     gsm8k = [] if args.no_gsm8k else ["--gsm8k", str(args.gsm8k_dir / "train.jsonl")]
-    r.cli(
-        "corpus",
-        *["rm", "corpus", "-o", str(corpus), "--testbed", str(args.testbed_docs), *gsm8k],
-        *["--seed", str(args.seed)],
-    )
+    if not (args.resume and corpus.is_file()):
+        r.cli(
+            "corpus",
+            *["rm", "corpus", "-o", str(corpus), "--testbed", str(args.testbed_docs), *gsm8k],
+            *["--seed", str(args.seed)],
+        )
     held_out = ["--testbed", str(args.pair_problems), "--per-kind", "2", "--seed", str(args.seed)]
     if args.no_gsm8k:
         held_out += ["--gsm8k-problems", "0"]
     else:
         held_out += ["--gsm8k", str(args.gsm8k_dir / "test.jsonl")]
         held_out += ["--gsm8k-problems", str(args.gsm8k_problems)]
-    r.cli("pair sets", "rm", "pairs", "--out-dir", str(pairs), *held_out)
-    r.best_of_n(bo8)
+    if not (args.resume and any(pairs.glob("*_pairs.jsonl"))):
+        r.cli("pair sets", "rm", "pairs", "--out-dir", str(pairs), *held_out)
+    if not (args.resume and bo8.is_file()):
+        r.best_of_n(bo8)
 
     mean_pair = pair_tokens(args, corpus)
     steps = args.max_steps
@@ -219,7 +232,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model = args.out_dir / "rm"
     register = ["--library", str(args.out_dir / "library.db"), "--name", RM_TOOL]
     train = train_words(args, model, corpus, steps)
+    if args.resume and (model / "checkpoints").is_dir():
+        train.append("--resume")
     r.cli("train", *train, *(register if args.grpo_steps else ["--no-register"]), *r.common)
+    if args.train_only:
+        return {"training": json.loads((model / "rbs_config.json").read_text()).get("result")}
 
     eval_data = [w for f in sorted(pairs.glob("*_pairs.jsonl")) for w in ("-d", str(f))]
     eval_data += ["-d", str(bo8), "--device", args.device, *r.common]
@@ -280,6 +297,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sys.path.insert(0, str(BENCH))
     results = run(args)
+    if args.train_only:
+        print(f"trained (--train-only): {results['training']}")
+        return
     print((args.out_dir / "results.md").read_text(encoding="utf-8"))
     print(f"acceptance: {results['acceptance']}")
 

@@ -75,7 +75,9 @@ def _grpo(report: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {
         "n": report["n"],
-        "policies": [{"policy": p["policy"], "accuracy": p["accuracy"]} for p in report["policies"]],
+        "policies": [
+            {"policy": p["policy"], "accuracy": p["accuracy"]} for p in report["policies"]
+        ],
         "vs_warm_start": report["comparisons"],
     }
 
@@ -200,7 +202,9 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
             vs = f"{c['b']} / {c['c']}, p = {c['p_value']:.3g}" if c else ""
             lines.append(f"| {p['policy']} | {_fmt(p['accuracy'])} | {vs} |")
     lines += ["", "## Acceptance (issue 28)", ""]
-    lines += [f"- {'met' if ok else 'NOT met'}: {line}" for line, ok in results["acceptance"].items()]
+    lines += [
+        f"- {'met' if ok else 'NOT met'}: {line}" for line, ok in results["acceptance"].items()
+    ]
     lines += ["", "## Seconds per stage", ""]
     lines += [f"- {stage}: {s}" for stage, s in results["seconds"].items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -120,3 +121,19 @@ def test_best_of_n_has_every_baseline_and_the_acceptance_is_checked(recipe_run) 
     for stage in ("rm corpus", "rm pairs", "rbs_best_of_n.py", "rm train", "rm eval"):
         assert stage in commands
     assert set(results["seconds"]) >= {"corpus", "train", "eval trained + untrained"}
+
+
+def test_resume_reuses_the_data_and_continues_the_training(recipe_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a GPU lent 10 minutes a command trains in several calls: --resume --train-only
+    done, results = recipe_run
+    out = tmp_path / "out"
+    shutil.copytree(done, out)
+    (out / "rm" / "rbs_config.json").unlink()  # what a run stopped mid-training leaves
+    argv = ["--out-dir", str(out), "--backbone", results["settings"]["backbone"], "--tiny"]
+    argv += ["--tokens", "600", "--gsm8k-dir", results["settings"]["gsm8k_dir"]]
+    rbs_gpu_recipe.main([*argv, "--device", "cpu", "--resume", "--train-only"])
+    commands = (out / "commands.sh").read_text()
+    assert "rm corpus" not in commands and "rm pairs" not in commands
+    assert "rbs_best_of_n.py" not in commands and "--resume" in commands
+    resumed = json.loads((out / "rm" / "rbs_config.json").read_text())["result"]
+    assert resumed["steps"] == results["training"]["steps"]
