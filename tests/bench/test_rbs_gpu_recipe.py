@@ -137,3 +137,19 @@ def test_resume_reuses_the_data_and_continues_the_training(recipe_run, tmp_path:
     assert "rbs_best_of_n.py" not in commands and "--resume" in commands
     resumed = json.loads((out / "rm" / "rbs_config.json").read_text())["result"]
     assert resumed["steps"] == results["training"]["steps"]
+
+
+@pytest.mark.slow
+def test_grpo_with_the_rm_is_compared_with_the_warm_start_and_the_verifier(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = ["--out-dir", str(out), "--backbone", "testbed", "--tiny", "--no-gsm8k"]
+    rbs_gpu_recipe.main([*argv, "--device", "cpu", "--threads", "1", "--grpo-steps", "1"])
+    grpo = json.loads((out / "results.json").read_text())["grpo"]
+    names = [p["policy"] for p in grpo["policies"]]
+    assert names[0] == "testbed" and "grpo_rm" in names[1] and "grpo_verifier" in names[2]
+    assert grpo["n"] == 8 and len(grpo["vs_warm_start"]) == 2  # exact McNemar each
+    # the RM run rewarded with the registered RM tool, never with the verifier
+    rewards = json.loads((out / "grpo_rm" / "grpo_config.json").read_text())["rewards"]
+    assert rewards == ["rbs_recipe", "format_tags"]
+    acceptance = json.loads((out / "results.json").read_text())["acceptance"]
+    assert "GRPO with the RM: not worse than the warm start" in acceptance
