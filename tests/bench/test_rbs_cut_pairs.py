@@ -4,6 +4,7 @@ and both completions must continue that same prompt."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -59,3 +60,29 @@ def test_the_prompt_is_the_document_up_to_the_first_wrong_number(
 
 def test_identical_completions_give_no_pair() -> None:
     assert cut_row({"prompt": PROMPT, "chosen": TRUE, "rejected": TRUE}) is None
+
+
+def test_the_backbone_likelihood_is_reported_on_whole_and_cut_pairs(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from rbs_cut_pairs import likelihood_report
+
+    wrong = {
+        "final": "<thinking>9*8=72. 116-72=42.</thinking><solution>42</solution>",
+        "step": "<thinking>9*8=69. 116-69=47.</thinking><solution>47</solution>",
+    }
+    rows = [
+        {"prompt": PROMPT, "chosen": TRUE, "rejected": bad, "group": "p0", "kind": kind}
+        for kind, bad in wrong.items()
+    ]
+    pairs = tmp_path / "testbed_pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = likelihood_report(pairs, "testbed")
+    assert set(report) == {
+        *("testbed_pairs", "testbed_pairs/final", "testbed_pairs/step"),
+        *("cut", "cut/final", "cut/step"),
+    }
+    # the shared text has the same likelihood in both completions: cutting it off changes
+    # no verdict
+    for kind in ("", "/final", "/step"):
+        assert report[f"cut{kind}"]["accuracy"] == report[f"testbed_pairs{kind}"]["accuracy"]
+    assert report["cut"]["n"] == 2
