@@ -56,28 +56,30 @@ def cut_rows(rows: Iterable[dict[str, Any]], as_document: bool = True) -> Iterat
             yield out
 
 
-def likelihood_scores(policy: str) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
+def likelihood_scores(
+    policy: str, device: str = "cpu"
+) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
     """A score function: the log-likelihood a policy gives a completion after a prompt (the
     backbone's own judgement of which continuation is right, with no head at all)."""
     import torch
 
+    from rewardsmith.models.loading import pick_device
     from rewardsmith.rl.generation import token_logprobs
     from rewardsmith.rl.policies import load_policy
 
-    loaded = load_policy(policy)
+    where = str(pick_device(device))
+    loaded = load_policy(policy, device=where)
+
+    def encode(text: str) -> Any:
+        return loaded.tokenizer(text, add_special_tokens=False, return_tensors="pt").to(where)
 
     def score(prompts: Sequence[str], completions: Sequence[str]) -> list[float]:
         out = []
         with torch.no_grad():
             for prompt, completion in zip(prompts, completions, strict=True):
-                p = loaded.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")
-                c = loaded.tokenizer(completion, add_special_tokens=False, return_tensors="pt")
+                p, c = encode(prompt), encode(completion)
                 logp = token_logprobs(
-                    loaded.model,
-                    p.input_ids,
-                    p.attention_mask,
-                    c.input_ids,
-                    c.attention_mask,
+                    loaded.model, p.input_ids, p.attention_mask, c.input_ids, c.attention_mask
                 )
                 out.append(float(logp.sum()))
         return out

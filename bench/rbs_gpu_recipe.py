@@ -107,6 +107,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--bon-problems", type=int, default=500, help="best-of-N problems")
     ev.add_argument("-N", "--samples", type=int, default=8, help="best-of-N samples")
     ev.add_argument("--head-seeds", type=int, default=2, help="extra random heads to score")
+    ev.add_argument(
+        "--no-likelihood",
+        action="store_true",
+        help="skip scoring the sets by the backbone's own log-likelihood",
+    )
     ev.add_argument("--grpo-steps", type=int, default=0, help="GRPO with the RM (0: skip)")
     ev.add_argument("--grpo-n-eval", type=int, default=500, help="held-out problems for GRPO")
     args = p.parse_args(argv)
@@ -131,8 +136,9 @@ class Recipe:
         self.seconds: dict[str, float] = {}
         self.common = ["--threads", str(args.threads)] if args.threads else []
 
-    def _record(self, stage: str, words: list[str]) -> float:
-        self.commands.append(f"# {stage}\n" + shlex.join(words))
+    def _record(self, stage: str, words: list[str], comment: bool = False) -> float:
+        line = "# " + " ".join(words) if comment else shlex.join(words)
+        self.commands.append(f"# {stage}\n{line}")
         (self.out / "commands.sh").write_text(
             "#!/bin/sh\nset -e\n" + "\n".join(self.commands) + "\n", encoding="utf-8"
         )
@@ -147,6 +153,25 @@ class Recipe:
         if code:
             raise SystemExit(f"{stage}: `rewardsmith {' '.join(words)}` exited with {code}")
         self.seconds[stage] = round(time.perf_counter() - start, 1)
+
+    def likelihood(self, files: list[Path], out: Path) -> dict[str, Any]:
+        """The backbone's own log-likelihood of each completion as the score (no head): does
+        the backbone already tell the true solution from the wrong one?"""
+        from rbs_cut_pairs import likelihood_scores
+        from rewardsmith.rm.evaluate import evaluate_sets, load_eval_set
+
+        a = self.args
+        start = self._record(
+            "backbone likelihood",
+            ["in-process: rm.evaluate.evaluate_sets with bench/rbs_cut_pairs.py's",
+             f"likelihood_scores({a.backbone!r}, {a.device!r}) on", *map(str, files)],
+            comment=True,
+        )  # fmt: skip
+        sets = [load_eval_set(f) for f in files]
+        results: dict[str, Any] = evaluate_sets(sets, likelihood_scores(a.backbone, a.device))
+        out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        self.seconds["backbone likelihood"] = round(time.perf_counter() - start, 1)
+        return results
 
     def best_of_n(self, out: Path) -> None:
         sys.path.insert(0, str(BENCH))
@@ -252,12 +277,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r.cli(f"eval random head {k}", "rm", "eval", "-m", str(head_dir), *eval_data,
               "--no-untrained", "-o", str(evals / f"head_seed{args.seed + k}.json"))  # fmt: skip
         heads.append(json.loads((evals / f"head_seed{args.seed + k}.json").read_text()))
+    files = [Path(w) for w in eval_data[1 : eval_data.index("--device") : 2]]
+    likelihood = None if args.no_likelihood else r.likelihood(files, evals / "likelihood.json")
     grpo = run_grpo(r, args, register) if args.grpo_steps else None
     from rbs_recipe_report import summarize, write_markdown
 
     results = summarize(
         json.loads((evals / "trained.json").read_text()),
         heads,
+        likelihood,
         json.loads((model / "rbs_config.json").read_text()),
         grpo,
         settings={**vars(args), "out_dir": str(args.out_dir), "gsm8k_dir": str(args.gsm8k_dir)},

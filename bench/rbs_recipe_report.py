@@ -20,7 +20,9 @@ def _ci(metrics: dict[str, float], key: str = "accuracy", low: str = "ci_low") -
     return {"value": metrics[key], "low": metrics.get(low), "high": metrics.get(high)}
 
 
-def _pair_rows(trained_eval: dict[str, Any], heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _pair_rows(
+    trained_eval: dict[str, Any], heads: list[dict[str, Any]], likelihood: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     trained = trained_eval["results"]["trained"]
     untrained = trained_eval["results"].get("untrained", {})
     gains = trained_eval.get("trained_minus_untrained", {})
@@ -39,6 +41,7 @@ def _pair_rows(trained_eval: dict[str, Any], heads: list[dict[str, Any]]) -> lis
                 "trained": _ci(m),
                 "untrained": _ci(untrained[key]) if key in untrained else None,
                 "random_heads": [h["results"]["trained"][key]["accuracy"] for h in heads],
+                "backbone_likelihood": _ci(likelihood[key]) if likelihood else None,
                 "gain": None
                 if gain is None
                 else {
@@ -54,7 +57,9 @@ def _pair_rows(trained_eval: dict[str, Any], heads: list[dict[str, Any]]) -> lis
     return rows
 
 
-def _best_of_n(trained_eval: dict[str, Any], heads: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _best_of_n(
+    trained_eval: dict[str, Any], heads: list[dict[str, Any]], likelihood: dict[str, Any] | None
+) -> dict[str, Any] | None:
     key = next((k for k in trained_eval["results"]["trained"] if k.endswith("/best_of_n")), None)
     if key is None:
         return None
@@ -67,6 +72,8 @@ def _best_of_n(trained_eval: dict[str, Any], heads: list[dict[str, Any]]) -> dic
     untrained = trained_eval["results"].get("untrained", {}).get(key)
     out["untrained_model"] = _ci(untrained, "model", "model_ci_low") if untrained else None
     out["random_heads_model"] = [h["results"]["trained"][key]["model"] for h in heads]
+    lik = likelihood.get(key) if likelihood else None
+    out["backbone_likelihood_pick"] = _ci(lik, "model", "model_ci_low") if lik else None
     return out
 
 
@@ -106,16 +113,20 @@ def _acceptance(
 def summarize(
     trained_eval: dict[str, Any],
     heads: list[dict[str, Any]],
+    likelihood: dict[str, Any] | None,
     rbs_config: dict[str, Any],
     grpo_report: dict[str, Any] | None,
     settings: dict[str, Any],
     seconds: dict[str, float],
     mean_pair_tokens: float,
 ) -> dict[str, Any]:
-    """The recipe's results: training record, pair rows, best-of-N, GRPO, acceptance."""
+    """The recipe's results: training record, pair rows, best-of-N, GRPO, acceptance.
+
+    `likelihood`: `rm.evaluate.evaluate_sets` of the same files scored by the backbone's own
+    log-likelihood (no head), or None."""
     result = rbs_config.get("result", {})
-    pairs = _pair_rows(trained_eval, heads)
-    bon = _best_of_n(trained_eval, heads)
+    pairs = _pair_rows(trained_eval, heads, likelihood)
+    bon = _best_of_n(trained_eval, heads, likelihood)
     grpo = _grpo(grpo_report)
     return {
         "settings": settings,
@@ -163,8 +174,8 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
         "## Held-out pairs (95% intervals over problems)",
         "",
         "| set | kind | pairs / problems | trained | untrained | random heads | "
-        "trained - untrained |",
-        "|---|---|---|---|---|---|---|",
+        "backbone log-likelihood | trained - untrained |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in results["pairs"]:
         gain = row["gain"]
@@ -177,13 +188,15 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
         heads = ", ".join(f"{a:.3f}" for a in row["random_heads"]) or "-"
         lines.append(
             f"| {row['set']} | {row['kind']} | {row['n']} / {row['groups']} | "
-            f"{_fmt(row['trained'])} | {_fmt(row['untrained'])} | {heads} | {gain_text} |"
+            f"{_fmt(row['trained'])} | {_fmt(row['untrained'])} | {heads} | "
+            f"{_fmt(row['backbone_likelihood'])} | {gain_text} |"
         )
     bon = results["best_of_n"]
     if bon is not None:
         lines += ["", f"## Best-of-N ({bon['n']} held-out problems)", "", "| pick | accuracy |"]
         lines.append("|---|---|")
-        for pick in ("model", "untrained_model", "random", "majority", "oracle"):
+        picks = ("model", "untrained_model", "backbone_likelihood_pick", "random", "majority")
+        for pick in (*picks, "oracle"):
             if bon.get(pick) is not None:
                 lines.append(f"| {pick.replace('_', ' ')} | {_fmt(bon[pick])} |")
         heads = ", ".join(f"{a:.3f}" for a in bon["random_heads_model"])

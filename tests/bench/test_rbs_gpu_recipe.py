@@ -87,7 +87,7 @@ def test_pair_sets_report_trained_untrained_and_random_heads_with_intervals(reci
     for row in rows.values():
         if row["set"] == "bo8":
             continue  # the policy's own right vs wrong samples: may have one problem only
-        for column in ("trained", "untrained"):
+        for column in ("trained", "untrained", "backbone_likelihood"):
             ci = row[column]
             assert ci["low"] is not None and ci["low"] <= ci["value"] <= ci["high"]
         gain = row["gain"]
@@ -102,7 +102,8 @@ def test_best_of_n_has_every_baseline_and_the_acceptance_is_checked(recipe_run) 
     out, results = recipe_run
     bon = results["best_of_n"]
     assert bon["n"] == 4
-    for pick in ("model", "untrained_model", "random", "majority", "oracle", "model_minus_random"):
+    picks = ("model", "untrained_model", "backbone_likelihood_pick", "random", "majority")
+    for pick in (*picks, "oracle", "model_minus_random"):
         assert bon[pick]["low"] <= bon[pick]["value"] <= bon[pick]["high"], pick
     assert bon["random"]["value"] <= bon["oracle"]["value"]
     acceptance = results["acceptance"]
@@ -118,8 +119,11 @@ def test_best_of_n_has_every_baseline_and_the_acceptance_is_checked(recipe_run) 
     assert "| testbed_pairs | final |" in page and "## Acceptance (issue 28)" in page
     # every stage is written down as the shell command that reproduces it
     commands = (out / "commands.sh").read_text()
-    for stage in ("rm corpus", "rm pairs", "rbs_best_of_n.py", "rm train", "rm eval"):
+    for stage in ("rm corpus", "rm pairs", "rbs_best_of_n.py", "rm train", "rm eval", "likelihood"):
         assert stage in commands
+    # a shell script: each line a comment or a command (the in-process stage is a comment)
+    for line in commands.splitlines()[2:]:
+        assert line.startswith(("# ", "rewardsmith ", "python bench/")), line
     assert set(results["seconds"]) >= {"corpus", "train", "eval trained + untrained"}
 
 
