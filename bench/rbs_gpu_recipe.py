@@ -99,7 +99,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     size.add_argument("--prefix-max", type=int, default=256)
     size.add_argument("--suffix-max", type=int, default=128)
     size.add_argument("--lora-rank", type=int, default=0, help="0: full fine-tuning")
-    size.add_argument("--max-sequences", type=int, default=0, help="per pass (0: whole batch)")
+    size.add_argument(
+        "--max-sequences", type=int, default=64, help="sequences per pass (memory; 0: all)"
+    )
     size.add_argument("--time-limit", type=float, default=None, help="training minutes")
     ev = p.add_argument_group("evaluation sizes")
     ev.add_argument("--pair-problems", type=int, default=400, help="held-out testbed problems")
