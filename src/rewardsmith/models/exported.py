@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import io
 import json
 import logging
+import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,16 +144,21 @@ def _export(model_dir: Path, max_tokens: int) -> bytes:
         max_length=max_tokens,
         return_tensors="pt",
     )
-    buffer = io.BytesIO()
     axes = {"batch": 0, "tokens": 1}
     # the tracer warns about BERT's mask code (Python booleans it records as constants: the
     # mask is never absent and the model never causal here); the vectors test covers it
-    with quiet_transformers(), torch.inference_mode(), warnings.catch_warnings():
+    with (
+        tempfile.TemporaryDirectory(prefix="rewardsmith-onnx-") as tmp,
+        quiet_transformers(),
+        torch.inference_mode(),
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
+        target = Path(tmp) / "model.onnx"
         torch.onnx.export(
             LastHidden(),
             tuple(sample[name] for name in INPUTS),
-            buffer,
+            str(target),
             input_names=list(INPUTS),
             output_names=["last_hidden_state"],
             dynamic_axes={
@@ -162,7 +167,7 @@ def _export(model_dir: Path, max_tokens: int) -> bytes:
             opset_version=OPSET,
             dynamo=False,
         )
-    return buffer.getvalue()
+        return target.read_bytes()
 
 
 def _read_verified(folder: Path) -> bytes | None:
