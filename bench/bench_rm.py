@@ -35,7 +35,7 @@ import torch
 
 from rewardsmith.rm.data import PairStream, SplitConfig, batches
 from rewardsmith.rm.loss import rbs_loss
-from rewardsmith.rm.model import Scorer, Windows, init_scorer
+from rewardsmith.rm.model import ScoringModel, Windows, init_scorer
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FALLBACK_CORPUS = (
@@ -61,7 +61,7 @@ def throughput(pairs: int, tokens: int, seconds: float) -> dict[str, float]:
     }
 
 
-def time_ours(scorer: Scorer, data: list[list[Any]], lr: float) -> dict[str, float]:
+def time_ours(scorer: ScoringModel, data: list[list[Any]], lr: float) -> dict[str, float]:
     """Train on `data` (first batch untimed); comparisons/s and tokens/s."""
     opt = torch.optim.AdamW(scorer.parameters(), lr=lr)
     scorer.train()

@@ -43,7 +43,7 @@ from typing import Any
 
 from rewardsmith.sandbox import Sandbox
 from rewardsmith.tools.code import CodeTool
-from rewardsmith.tools.code_data import to_samples
+from rewardsmith.tools.code.dataset import to_samples
 from rewardsmith.types import Sample, ToolSpec
 
 REPO = Path(__file__).resolve().parent.parent

@@ -33,7 +33,7 @@ from rewardsmith.rl.policies import load_policy
 from rewardsmith.rl.prompts import testbed_eval_problems
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--policy", default="testbed")
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32, help="problems per generation batch")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     torch_threads(args.threads)
     policy = load_policy(args.policy, device="cpu")

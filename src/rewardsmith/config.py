@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 HOME_ENV = "REWARDSMITH_HOME"
+#: Where models exported once (the router's ONNX encoder) are kept, when not in the home.
+MODEL_CACHE_ENV = "REWARDSMITH_MODEL_CACHE"
 LIBRARY_FILENAME = "library.db"
 
 # A completion longer than this is clipped before any regex or parser sees it: regexes and
@@ -19,6 +21,14 @@ def home_dir() -> Path:
     """`$REWARDSMITH_HOME`, or `~/.rewardsmith`."""
     env = os.environ.get(HOME_ENV)
     return Path(env).expanduser() if env else Path.home() / ".rewardsmith"
+
+
+def model_cache_dir() -> Path:
+    """`$REWARDSMITH_MODEL_CACHE`, or `$REWARDSMITH_HOME/cache/onnx`: exported models, keyed
+    by what they were exported from, so several homes (server replicas, a test run's) can
+    share one folder and export once."""
+    env = os.environ.get(MODEL_CACHE_ENV)
+    return Path(env).expanduser() if env else home_dir() / "cache" / "onnx"
 
 
 def default_library_path() -> Path:

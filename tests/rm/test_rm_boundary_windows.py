@@ -13,7 +13,7 @@ import torch
 from rewardsmith.errors import ConfigError
 from rewardsmith.library.store import Library
 from rewardsmith.rm.data import Pair, SplitConfig, batches, split_document
-from rewardsmith.rm.model import Scorer, Windows, init_scorer, load_scorer
+from rewardsmith.rm.model import ScoringModel, Windows, init_scorer, load_scorer
 from rewardsmith.rm.registry import register_trained
 from rewardsmith.rm.train import TrainConfig, train
 from rewardsmith.types import Sample
@@ -274,7 +274,7 @@ def test_bi_encoder_embeds_each_prompt_once_and_scores_as_pair_by_pair(
         bi.head.weight.add_(0.1 * torch.randn_like(bi.head.weight))
     prompts = ["How many clips?"] * 3 + ["How many eggs in a dozen?"] * 2
     completions = ["72", "48 + 24 = 72 clips", "blue", "12 eggs", "a dozen is twelve, so 12"]
-    pair_by_pair = Scorer.score_texts(bi, prompts, completions, batch_size=2)
+    pair_by_pair = ScoringModel.score_texts(bi, prompts, completions, batch_size=2)
     embedded: list[str] = []
     real_embed = bi.embed
 

@@ -197,10 +197,12 @@ def test_router_with_cached_exemplars_starts_without_the_model_and_decides_the_s
         emb = MiniLMEmbedder()
         if start == "cold":  # the same weights, no texts embedded yet (a fresh process)
             emb._model, emb._tokenizer = loaded._model, loaded._tokenizer
+            emb._exported = loaded._exported
         with Router(library, embedder=emb, log_events=False) as router:
             if start == "warm":
-                assert emb._model is None  # exemplars came from the cache
+                assert emb._model is None and emb._exported is None  # from the cache
                 emb._model, emb._tokenizer = loaded._model, loaded._tokenizer
+                emb._exported = loaded._exported
             decisions.append(router.route(mixed))
     assert decisions[0] == decisions[1]  # every field, confidences and scores to the bit
     assert any(d.action == "tool" for d in decisions[0])

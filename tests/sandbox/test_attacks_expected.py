@@ -3,7 +3,7 @@
 the test computes before its assertion, tables at the top of a test module, MBPP's
 `test_setup_code`. A program that finds them returns them and passes without solving
 anything. The program's process gets the calls into it and their arguments, as plain data
-computed by a judge run (`rewardsmith.tools.code_plan`), and nothing else of the test; a test
+computed by a judge run (`rewardsmith.tools.code.plan`), and nothing else of the test; a test
 that must run in process gets a run of its own, which reports nothing else, and the reward
 counts it (`in_process`)."""
 

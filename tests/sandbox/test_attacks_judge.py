@@ -5,7 +5,7 @@ them, and on the caller that reads them.
 - A check that unpickles, evaluates or imports a returned value, directly or through helper
   functions the test defines, would run the program's data in the judge, which could then
   write a pass for every test it decides. Such checks are screened out
-  (`rewardsmith.tools.code_screen`): the test runs in the program's process, where that code
+  (`rewardsmith.tools.code.screen`): the test runs in the program's process, where that code
   ran anyway, and the reward counts it in `in_process`; the other tests stay honest.
 - A returned set whose elements share one hash value costs whoever builds it quadratic time
   (ints hash alike in every process). The caller reads values with bounds

@@ -3,7 +3,7 @@
 result channel or the equality of its values scores 0, because each test's verdict is
 decided where the program cannot reach it (the caller, or a judge run), on plain data, and
 the expected side of an assertion never enters the program's process
-(`rewardsmith.tools.code_verdict`)."""
+(`rewardsmith.tools.code.verdict`)."""
 
 from __future__ import annotations
 

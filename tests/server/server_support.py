@@ -92,7 +92,7 @@ def mixed_samples() -> list[dict[str, object]]:
     wrong answers from the test fixtures, HumanEval canonical and `return None` programs."""
     import json
 
-    from rewardsmith.tools.code_data import read_dataset, to_samples
+    from rewardsmith.tools.code.dataset import read_dataset, to_samples
 
     fixtures = TESTS_DIR.parent / "fixtures"
     out: list[dict[str, object]] = []

@@ -212,8 +212,8 @@ def test_unknown_tool_stops_the_server_at_start_with_a_message(tmp_path: Path) -
 
 
 # Which modules the forkserver imports once for every worker: a routing server's include
-# what the router's embedding model needs (torch, transformers: seconds per worker
-# otherwise); a one-tool or rules-routing server's do not pull torch in at all.
+# what the router's embedding model needs (onnxruntime, or torch and transformers: seconds
+# per worker otherwise); a one-tool or rules-routing server's pull in neither.
 @pytest.mark.parametrize(
     "tool, router, preloads_model",
     [(None, "embedded", True), ("gsm8k", "embedded", False), (None, "rules", False)],
@@ -221,7 +221,7 @@ def test_unknown_tool_stops_the_server_at_start_with_a_message(tmp_path: Path) -
 def test_a_routing_server_imports_the_embedding_model_once_for_all_workers(
     tmp_path: Path, tool: str | None, router: str, preloads_model: bool
 ) -> None:
-    from rewardsmith.router.embedder import MODEL_MODULES
+    from rewardsmith.router.embedder import MODEL_MODULES, ONNX_MODULES, model_modules
     from rewardsmith.server.engine import ScoringEngine
 
     config = ServerConfig(library=str(tmp_path / "lib.db"), tool=tool, router=router, workers=1)
@@ -230,4 +230,7 @@ def test_a_routing_server_imports_the_embedding_model_once_for_all_workers(
         modules = set(engine._factory_modules())
     finally:
         engine.library.close()
-    assert set(MODEL_MODULES) <= modules if preloads_model else not modules & set(MODEL_MODULES)
+    model = set(model_modules())
+    assert model <= modules if preloads_model else not modules & (set(MODEL_MODULES) | model)
+    if preloads_model:  # one runtime's, not both
+        assert not modules & (set(ONNX_MODULES) if model == set(MODEL_MODULES) else {"torch"})

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from rewardsmith.llm.quoting import DATA_RULE, data_block
+from rewardsmith.synth.cases import Case
 from rewardsmith.synth.codeverify_llm import SYSTEM as CODEVERIFY_SYSTEM
 from rewardsmith.synth.codeverify_llm import _misses_feedback, request
-from rewardsmith.synth.evidence import Case
 from rewardsmith.synth.examples import Example
 
 INJECTION = (

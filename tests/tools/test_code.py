@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from rewardsmith.cli.main import app
 from rewardsmith.library.store import Library
 from rewardsmith.tools.code import CodeTool, extract_code, parse_reference
-from rewardsmith.tools.code_data import read_dataset, to_samples
+from rewardsmith.tools.code.dataset import read_dataset, to_samples
 from rewardsmith.types import Sample, ToolSpec
 
 # Computed here, not imported from tests/conftest.py: another conftest.py can shadow that name.

@@ -1,6 +1,6 @@
 """Where the `code` tool decides each test, and what the program's process receives: only the
 calls into it and their arguments as plain data, never the test's own statements, tables or
-expected values (`rewardsmith.tools.code_plan`, `code_split`, `code_screen`)."""
+expected values (`rewardsmith.tools.code.plan`, `split`, `screen`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 
 from rewardsmith.sandbox import Sandbox
 from rewardsmith.tools.code import CodeTool
-from rewardsmith.tools.code_data import read_dataset, to_samples
-from rewardsmith.tools.code_plan import Plan, plan_from, prepare_job
-from rewardsmith.tools.code_reference import parse_reference
+from rewardsmith.tools.code.dataset import read_dataset, to_samples
+from rewardsmith.tools.code.plan import Plan, plan_from, prepare_job
+from rewardsmith.tools.code.suite import parse_reference
 from rewardsmith.types import Sample, ToolSpec
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "code"

@@ -21,7 +21,7 @@ import pytest
 
 from rewardsmith.answers import alternatives, marked_answers, read_answers
 from rewardsmith.tools.choice import MultipleChoiceTool
-from rewardsmith.tools.code_reference import extract_code
+from rewardsmith.tools.code.suite import extract_code
 from rewardsmith.tools.format import FormatTagsTool, ThinkFormatTool
 from rewardsmith.tools.gsm8k import GSM8KTool, extract_number
 from rewardsmith.tools.math_answers import read_math

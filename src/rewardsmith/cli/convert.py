@@ -3,7 +3,7 @@
     rewardsmith convert ../shared/data/code/HumanEval.jsonl.gz -o humaneval.jsonl
     rewardsmith score humaneval.jsonl --tool code -o scored.jsonl
 
-The field mapping is in `rewardsmith.tools.code_data`.
+The field mapping is in `rewardsmith.tools.code.dataset`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import typer
 
 from rewardsmith.cli.terminal import PlainConsole
 from rewardsmith.jsonl import atomic_output, write_line
-from rewardsmith.tools.code_data import COMPLETION_CHOICES, read_dataset, to_samples
+from rewardsmith.tools.code.dataset import COMPLETION_CHOICES, read_dataset, to_samples
 
 console = PlainConsole()
 

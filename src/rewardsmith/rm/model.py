@@ -88,7 +88,7 @@ def _clip(tokenizer: Any, texts: Sequence[str], limit: int, keep: str) -> list[s
     return out
 
 
-class Scorer(nn.Module):
+class ScoringModel(nn.Module):
     """What training, evaluation and the `model` tool need from a reward model."""
 
     kind: EncoderKind
@@ -164,7 +164,7 @@ def _all_negatives(b: int) -> torch.Tensor:
     return torch.tensor([[j for j in range(b) if j != i] for i in range(b)])
 
 
-class CrossEncoder(Scorer):
+class CrossEncoder(ScoringModel):
     """Prefix and suffix read together; a scalar head on the pooled output (or last token).
 
     `chat` is the input format of a model `rm train` wrote (`rm.formats`); None reads the
@@ -305,7 +305,7 @@ def merged_copy(model: Any) -> Any:
     return copy.deepcopy(model).merge_and_unload()
 
 
-class BiEncoder(Scorer):
+class BiEncoder(ScoringModel):
     """Prefixes and suffixes encoded apart (mean pooling); s = (W e(p)) . e(r) / sqrt(d)."""
 
     kind: EncoderKind = "bi"
@@ -350,7 +350,7 @@ class BiEncoder(Scorer):
     def score_texts(
         self, prompts: Sequence[str], completions: Sequence[str], batch_size: int = 16
     ) -> list[float]:
-        """As `Scorer.score_texts`, but each distinct prompt is embedded once (the N responses
+        """As `ScoringModel.score_texts`, but each distinct prompt is embedded once (the N responses
         of a best-of-N problem share one question), then every pair is one dot product."""
         if not prompts:
             return []
@@ -425,7 +425,7 @@ def init_scorer(
     input_format: InputFormat = "pair",
     prompt_chars: int | None = None,
     completion_chars: int | None = None,
-) -> Scorer:
+) -> ScoringModel:
     """A fresh scorer on a backbone: pretrained weights, a new head drawn from `seed`.
 
     Two calls with the same backbone and seed give the same head, which is how the untrained
@@ -472,7 +472,9 @@ def saved_format(rbs: dict[str, Any]) -> ChatFormat | None:
     return ChatFormat.from_dict(fmt) if isinstance(fmt, dict) else None
 
 
-def load_scorer(path: str | Path, device: str = "auto", windows: Windows | None = None) -> Scorer:
+def load_scorer(
+    path: str | Path, device: str = "auto", windows: Windows | None = None
+) -> ScoringModel:
     """Load a reward model directory (one `rm train` wrote, or any sequence-classification
     model with a single output). `windows` overrides the saved ones (pair format only)."""
     path = Path(path).expanduser()

@@ -55,7 +55,7 @@ from rewardsmith.rm.model import (
     CrossEncoder,
     EncoderKind,
     InputFormat,
-    Scorer,
+    ScoringModel,
     Windows,
     init_scorer,
     load_scorer,
@@ -176,13 +176,15 @@ class TrainResult:
         return d
 
 
-def _save_checkpoint(out: Path, scorer: Scorer, state: dict[str, Any], config: TrainConfig) -> None:
+def _save_checkpoint(
+    out: Path, scorer: ScoringModel, state: dict[str, Any], config: TrainConfig
+) -> None:
     with writing_checkpoint(out, state["step"], KEEP_CHECKPOINTS) as path:
         scorer.save(path, {"train": config.to_dict()})
         torch.save(state, path / STATE_FILE)
 
 
-def _fresh_scorer(config: TrainConfig) -> Scorer:
+def _fresh_scorer(config: TrainConfig) -> ScoringModel:
     scorer = init_scorer(
         config.backbone,
         config.encoder,
@@ -205,7 +207,7 @@ def disable_dropout(module: torch.nn.Module) -> None:
             m.p = 0.0
 
 
-def add_lora(scorer: Scorer, rank: int, alpha: int) -> Scorer:
+def add_lora(scorer: ScoringModel, rank: int, alpha: int) -> ScoringModel:
     """Wrap a cross-encoder's model with LoRA adapters on every linear layer (peft); the
     head is trained whole (peft's sequence-classification task keeps it trainable)."""
     try:
@@ -221,7 +223,7 @@ def add_lora(scorer: Scorer, rank: int, alpha: int) -> Scorer:
     return scorer
 
 
-def _lora_state(scorer: Scorer) -> dict[str, torch.Tensor]:
+def _lora_state(scorer: ScoringModel) -> dict[str, torch.Tensor]:
     import peft
 
     model: Any = scorer.model
@@ -237,7 +239,7 @@ def _row_groups(batch_size: int, per_row: int, max_sequences: int) -> list[list[
 
 
 def backward_batch(
-    scorer: Scorer, batch: Sequence[Pair], negatives: torch.Tensor | None, config: TrainConfig
+    scorer: ScoringModel, batch: Sequence[Pair], negatives: torch.Tensor | None, config: TrainConfig
 ) -> tuple[dict[str, float], int, int]:
     """Score one micro-batch, back-propagate its loss (scaled by 1 / grad_accum), and return
     the logged loss parts, the tokens read and the comparisons made.

@@ -247,15 +247,6 @@ def reliability(
     return rows
 
 
-def expected_calibration_error(confidences: Sequence[float], right: Sequence[bool]) -> float:
-    """Mean |accuracy - confidence| over the reliability bins, weighted by their size."""
-    rows = reliability(confidences, right)
-    total = sum(r.n for r in rows)
-    if not total:
-        return 0.0
-    return sum(r.n * abs(r.accuracy - r.mean_confidence) for r in rows) / total
-
-
 def out_of_fold_calibration(
     rows: list[list[list[float]]],
     targets: list[int],

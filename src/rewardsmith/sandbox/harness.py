@@ -5,7 +5,7 @@ Four modes, chosen by the job the parent sent:
 - `exec`: run a program as `__main__` (stdin/stdout cases, plain `Sandbox.run`);
 - `tests`: run a program, then its setup, then each item the parent listed, in order. The
   parent (`rewardsmith.tools.code`) sends one of two kinds of job. For the tests it
-  *decomposed* (`rewardsmith.tools.code_split`): the setup's imports and the program's own
+  *decomposed* (`rewardsmith.tools.code.split`): the setup's imports and the program's own
   statements, with the trusted values they read sent as plain data (`inputs`, bound as
   `__rs_in__[KEY]`), and per test its statements that call the program (`pre`) and the
   calls whose values are reported (`holes`), as plain data (`plain.py`), never compared
@@ -46,7 +46,7 @@ REASON_CHARS = 300
 # The records are written when this many bytes are waiting (a pipe holds 64 KiB), and at
 # the end.
 FLUSH_BYTES = 60_000
-# Tests rewritten by `rewardsmith.tools.code_split.guard_equality` call this instead of `==`.
+# Tests rewritten by `rewardsmith.tools.code.split.guard_equality` call this instead of `==`.
 EQ_HELPER = "__rewardsmith_eq__"
 # The values a `tests` job sends for the trusted names the program's statements read.
 INPUTS_NAME = "__rs_in__"

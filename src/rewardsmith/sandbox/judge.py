@@ -23,7 +23,7 @@ module or a module's function or class, `{"not_plain": why}`, `{"raised": why}`)
 `done N` (how many checks).
 
 What the program can still do to a verdicts run is choose its values: checks that would run
-a value as code are not decomposed (`rewardsmith.tools.code_screen`), and a value crafted to
+a value as code are not decomposed (`rewardsmith.tools.code.screen`), and a value crafted to
 make a check slow ends the judge run at its limits, which fails the test.
 """
 

@@ -1,7 +1,7 @@
 """Plain data: a value a program returned, as JSON with type tags, and back.
 
 A test's operands are computed inside the program's process but compared outside it (by the
-caller, `rewardsmith.tools.code_verdict`, or a judge run, `judge.py`). What crosses between
+caller, `rewardsmith.tools.code.verdict`, or a judge run, `judge.py`). What crosses between
 them is this encoding, never an object:
 only `None`, `bool`, `int`, `float`, `complex`, `str`, `bytes`, `bytearray`, `list`,
 `tuple`, `dict`, `set` and `frozenset`, nested. Anything else (a class the program wrote, a

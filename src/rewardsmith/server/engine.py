@@ -24,7 +24,7 @@ from rewardsmith.errors import ConfigError, RewardsmithError
 from rewardsmith.library.registry import allowed_factory
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.rollout_log import RolloutLog
-from rewardsmith.router.embedder import MODEL_MODULES
+from rewardsmith.router.embedder import model_modules
 from rewardsmith.server.config import ServerConfig
 from rewardsmith.server.payloads import (
     Counts,
@@ -112,11 +112,11 @@ class ScoringEngine:
     def _factory_modules(self) -> list[str]:
         """The modules that implement the configured tools (unknown tools, and factories the
         library would refuse: none; preloading one would run its code); when the server
-        routes, the router and what its embedding model imports (torch, transformers: many
-        seconds each worker would otherwise spend on its own)."""
+        routes, the router and what its embedding model imports (onnxruntime, or torch and
+        transformers: seconds each worker would otherwise spend on its own)."""
         modules = []
         if not self.config.tool and not self.config.task_map and self.config.router != "rules":
-            modules += ["rewardsmith.router.router", *MODEL_MODULES]
+            modules += ["rewardsmith.router.router", *model_modules()]
         for ref in [self.config.tool, *self.config.task_map.values()]:
             if not ref:
                 continue

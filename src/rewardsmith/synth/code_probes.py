@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from rewardsmith.synth.evidence import BARE, Style, canonical, perturbations
+from rewardsmith.synth.cases import BARE, Style, canonical, perturbations
 from rewardsmith.synth.examples import Example, answer_of
 from rewardsmith.synth.probes import Probe
 from rewardsmith.tools.base import score_batch

@@ -14,7 +14,7 @@ answer differs from the reference only in case rules out `lowercase`; a labeled 
 that differs in case requires it; with no such evidence, nothing is normalized.
 
 `synthesize_offline(examples)` is the whole offline path: split the examples, build cases
-from the fit part (`rewardsmith.synth.evidence`), fit, and render the program
+from the fit part (`rewardsmith.synth.cases`), fit, and render the program
 (`CodeCandidate`); the gate then judges it on the held-out part.
 """
 
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardsmith.synth.cases import Case, build_cases, relation, styles_of
 from rewardsmith.synth.catalogue import ANY_STYLE_AS_WRITTEN
-from rewardsmith.synth.evidence import Case, build_cases, relation, styles_of
 from rewardsmith.synth.examples import Example, answer_of, split_examples
 from rewardsmith.synth.primitives import (
     ANY_STYLE,

@@ -24,8 +24,8 @@ from rewardsmith.errors import ConfigError
 from rewardsmith.llm.client import LLMClient
 from rewardsmith.llm.quoting import DATA_RULE, clip_head, clip_tail, data_block
 from rewardsmith.sandbox.policy import ALLOWED_IMPORTS, FORBIDDEN_CALLS
+from rewardsmith.synth.cases import Case
 from rewardsmith.synth.codeverify import CodeCandidate, fit_cases, split_for_synthesis
-from rewardsmith.synth.evidence import Case
 from rewardsmith.synth.examples import Example
 from rewardsmith.synth.tools import CodeVerifierTool
 from rewardsmith.tools.reward_fn import reward_code_report

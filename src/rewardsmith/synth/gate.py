@@ -6,7 +6,7 @@ Four checks, in order; the first that fails rejects the tool:
 a. `runs`: the tool was built (for code, the sandbox's 4-stage check admitted it; for a
    model, it loaded) and scores the gate's samples with at most `max_error_rate` of them
    `error` or `timeout`.
-b. `held_out`: on cases built from held-out examples only (`rewardsmith.synth.evidence`:
+b. `held_out`: on cases built from held-out examples only (`rewardsmith.synth.cases`:
    labeled completions, the reference in each answer style, wrong answers), accuracy at
    `threshold` and the AUC of right against wrong reach `min_accuracy` and `min_auc`; the
    held-out labeled completions alone, the users' own verdicts, must reach `min_accuracy`
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardsmith.library.store import Library
+from rewardsmith.synth.cases import Case, Style, build_cases, same_content, styles_of
 from rewardsmith.synth.code_probes import TRIGGER_KIND, batch_dependence, trigger_probes
-from rewardsmith.synth.evidence import Case, Style, build_cases, same_content, styles_of
 from rewardsmith.synth.examples import Example, answer_of
 from rewardsmith.synth.probes import PROBE_KINDS, Probe, build_probes, right_answer
 from rewardsmith.synth.style_check import judge_styles, style_rewrites

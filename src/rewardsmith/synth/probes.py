@@ -25,7 +25,7 @@ from rewardsmith.exploits import (
     corpus_kind,
 )
 from rewardsmith.exploits import build_corpus as _build_corpus
-from rewardsmith.synth.evidence import BARE, Style
+from rewardsmith.synth.cases import BARE, Style
 from rewardsmith.synth.examples import Example, answer_of
 
 __all__ = ["PROBE_KINDS", "Probe", "build_probes", "right_answer"]

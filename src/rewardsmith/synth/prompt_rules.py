@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
-from rewardsmith.synth.evidence import BARE, Case, Style
+from rewardsmith.synth.cases import BARE, Case, Style
 from rewardsmith.synth.examples import Example, answer_of
 
 _ANY_ORDER = re.compile(

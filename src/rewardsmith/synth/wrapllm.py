@@ -44,7 +44,7 @@ from rewardsmith.library.store import Library
 from rewardsmith.rm.registry import count_parameters, list_models
 from rewardsmith.router.router import shared_embedder
 from rewardsmith.synth.admission import SynthOutcome, evaluate, store, synth_spec
-from rewardsmith.synth.evidence import Case
+from rewardsmith.synth.cases import Case
 from rewardsmith.synth.examples import Example, check_examples, split_examples
 from rewardsmith.synth.gate import GateConfig, GateReport, response_cases
 from rewardsmith.synth.tools import CALIBRATED_MODEL_FACTORY

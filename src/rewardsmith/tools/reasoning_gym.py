@@ -77,11 +77,6 @@ def _reasoning_gym() -> Any:
     return reasoning_gym
 
 
-def known_datasets() -> list[str]:
-    """Names of the datasets reasoning-gym registers (the values `source_dataset` may take)."""
-    return sorted(_registered())
-
-
 def _registered() -> Mapping[str, Any]:
     _reasoning_gym()
     from reasoning_gym.factory import DATASETS

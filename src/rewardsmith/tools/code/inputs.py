@@ -1,6 +1,6 @@
 """What the program's process receives of a test: its statements that call the program, its
 holes, and, as inputs a judge run prepares, exactly the values of the test's own that they
-read (`code_split` calls this for each test).
+read (`split` calls this for each test).
 
 A statement or hole that runs in the program's process may read values the test made
 (`candidate(lst)`, `candidate(CASES[0][0])`, `candidate(helper(3))`). Those values are
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rewardsmith.sandbox.harness import INPUTS_NAME
-from rewardsmith.tools.code_names import Names, free_names
+from rewardsmith.tools.code.ownership import Names, free_names
 
 # A step of the judge's part of a test: ("run", SOURCE), ("bind", KEY, NAME), ("value",
 # KEY, SOURCE) (both: inputs of the program's run), ("expect", KEY, SOURCE) (for the caller).

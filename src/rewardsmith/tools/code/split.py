@@ -8,7 +8,7 @@ as plain data (`rewardsmith.sandbox.plain`); the rest of the assertion, with the
 replaced by those values, is the `check`. A check that compares one hole with a literal or
 tests its truth (`op`, `expected`), or with a value the test computes without the program
 (`expect_key`: `odd_sum` in `assert candidate(lst) == odd_sum`), is decided by the caller;
-any other by a judge run (`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). So
+any other by a judge run (`rewardsmith.tools.code.verdict`, `rewardsmith.sandbox.judge`). So
 
     assert candidate([1, 2, 3]) == [3, 2, 1]
     # the program evaluates `candidate([1, 2, 3])`; the caller checks `__rs_hole_0__ == [3, 2, 1]`
@@ -22,14 +22,14 @@ call the program, and the holes, nothing else. The test's own statements (`lst =
 __rs_in__['3']`; `steps` has `["bind", "3", "lst"]`), and is the program's from then on
 (`Names.hand_over`: it may have changed it). A value that cannot travel as data (a function
 or an instance of a class the test defines) makes the test run in process, decided once the
-judge has prepared the values (`code_plan`).
+judge has prepared the values (`plan`).
 
 An assertion that cannot be decomposed runs the old way, whole, inside the program's process
 (`code`, with `==`/`!=` compared as plain data there): a loop around an assertion, a
 comprehension or lambda over the program's names, `and`/`or`/`if` around a call into the
 program (their short-circuit decides which calls happen), a program name used as a value
 rather than called, a walrus, statements after the last assertion, a check that could run a
-value as code (`code_screen`). Its verdict comes from the program's own process, so a
+value as code (`screen`). Its verdict comes from the program's own process, so a
 program that tampers with its interpreter can fake it; the reward counts such tests in its
 `in_process` component.
 """
@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rewardsmith.sandbox.harness import EQ_HELPER
-from rewardsmith.tools.code_inputs import Keys, Part, Step
-from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, bound_names, free_names
-from rewardsmith.tools.code_screen import runs_code
+from rewardsmith.tools.code.inputs import Keys, Part, Step
+from rewardsmith.tools.code.ownership import BUILTIN_NAMES, Names, bound_names, free_names
+from rewardsmith.tools.code.screen import runs_code
 
 # The judge binds hole k to this name while it evaluates a test's check.
 HOLE_NAME = "__rs_hole_{}__"

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from rewardsmith.errors import InputError
 from rewardsmith.jsonl import read_jsonl
-from rewardsmith.tools.code_split import parse_quietly
+from rewardsmith.tools.code.split import parse_quietly
 
 CompletionChoice = Literal["canonical", "return_none", "empty"]
 COMPLETION_CHOICES: tuple[CompletionChoice, ...] = ("canonical", "return_none", "empty")

@@ -1,21 +1,21 @@
 """Tool `code`: run a completion's program against the tests in the reference, in the sandbox.
 
 The reference holds the tests in one of the formats code datasets use (HumanEval, MBPP,
-stdin/stdout cases, plain assertions: `rewardsmith.tools.code_reference`); the code is the
+stdin/stdout cases, plain assertions: `rewardsmith.tools.code.suite`); the code is the
 last fenced ```python block of the completion (or the last fenced block, or the whole
 completion). Score = fraction of tests passed, or 1.0/0.0 with `strict=True`; components
 `passed`, `total` and `in_process`; the reason names the first failure. A run that times out
 or crashes (memory, signal, early exit, a broken result channel) scores 0.0 with status
 `timeout` or `error` (docs/architecture.md, Design, failure policy).
 
-Where the verdict is decided: each assertion is split (`rewardsmith.tools.code_split`) into
+Where the verdict is decided: each assertion is split (`rewardsmith.tools.code.split`) into
 the calls into the program, which the program's run evaluates and reports as plain data,
 and the rest, the check, which is decided here on that data (a comparison with a literal or
 with a value of the test's own, a truth test) or by a judge run, a sandboxed run that never
-holds the program (`rewardsmith.tools.code_verdict`, `rewardsmith.sandbox.judge`). The
+holds the program (`rewardsmith.tools.code.verdict`, `rewardsmith.sandbox.judge`). The
 test's own statements and tables run in the judge: the program's run gets the calls, and
 the arguments they need as plain data, which a judge run prepares once per reference
-(`rewardsmith.tools.code_plan`). The expected side of an assertion, and the expected output
+(`rewardsmith.tools.code.plan`). The expected side of an assertion, and the expected output
 of a stdin/stdout case, never reach the program's process: it influences its score only
 through what its functions return, or what it prints. A test that cannot be split (or whose
 arguments cannot travel as data) runs whole in a run of its own, comparing plain data there;
@@ -35,15 +35,15 @@ from typing import Any
 from rewardsmith.errors import ConfigError, InvalidReferenceError
 from rewardsmith.sandbox.pool import ExecutionResult, Sandbox, SandboxLimits
 from rewardsmith.tools.base import make_reward
-from rewardsmith.tools.code_plan import Plan, Slot, plan_from, prepare_job
-from rewardsmith.tools.code_reference import (
+from rewardsmith.tools.code.plan import Plan, Slot, plan_from, prepare_job
+from rewardsmith.tools.code.split import program_names
+from rewardsmith.tools.code.suite import (
     TestSuite,
     build_program,
     extract_code,
     parse_reference,
 )
-from rewardsmith.tools.code_split import program_names
-from rewardsmith.tools.code_verdict import (
+from rewardsmith.tools.code.verdict import (
     Outcome,
     judge_job,
     read_records,
@@ -193,7 +193,7 @@ class CodeTool(RewardTool):
         return [r for r in rewards if r is not None]
 
     def _plan(self, suites: Sequence[TestSuite]) -> dict[int, Plan]:
-        """The plan of every suite (`code_plan`): kept from earlier calls, static, or from a
+        """The plan of every suite (`plan`): kept from earlier calls, static, or from a
         judge run that prepares its values (one per suite, all at once)."""
         plans: dict[int, Plan] = {}
         preparing: dict[int, TestSuite] = {}
@@ -224,7 +224,7 @@ class CodeTool(RewardTool):
         return plan
 
     def _judge(self, plans: dict[int, Plan], outcomes: dict[int, Outcome]) -> None:
-        """Second round: one judge run per sample whose tests need one (`code_verdict`)."""
+        """Second round: one judge run per sample whose tests need one (`verdict`)."""
         waiting = [i for i, outcome in outcomes.items() if outcome.pending]
         jobs = [judge_job(plans[i], outcomes[i], secrets.token_hex(16)) for i in waiting]
         for i, job, result in zip(waiting, jobs, self.sandbox.map(jobs), strict=True):
@@ -268,7 +268,7 @@ class CodeTool(RewardTool):
         code: str, suite: TestSuite, plan: Plan
     ) -> list[tuple[dict[str, Any], list[Slot] | None]]:
         """The runs of one sample: a run per stdin/stdout case, or the decomposed run and the
-        in-process run its plan needs (`code_plan`), each with what its items report."""
+        in-process run its plan needs (`plan`), each with what its items report."""
         if suite.format == "stdio":
             return [
                 # The expected output stays here: the program's run gets its stdin only.

@@ -3,7 +3,7 @@ the program cannot reach it.
 
 A decomposed run of the program (`rewardsmith.sandbox.harness`, `tests` mode) reports, per
 decomposed test, the values of the calls into the program; an in-process run reports the
-pass/fail of the tests that had to run whole (`code_plan`). A decomposed test is decided
+pass/fail of the tests that had to run whole (`plan`). A decomposed test is decided
 
 - here, when its check is a comparison with a literal, or with a value the judge prepared
   from the test's own code, or a truth test (`op`): the value is decoded as plain data
@@ -32,7 +32,7 @@ from rewardsmith.sandbox import plain
 from rewardsmith.sandbox.harness import channel_records
 from rewardsmith.sandbox.judge import failed_call
 from rewardsmith.sandbox.pool import ExecutionResult
-from rewardsmith.tools.code_plan import Plan, Slot
+from rewardsmith.tools.code.plan import Plan, Slot
 from rewardsmith.types import Status
 
 # Reasons quote at most this much of a failure message.
@@ -227,7 +227,7 @@ def settle(outcome: Outcome, result: ExecutionResult, nonce: str) -> None:
 def stdio_outcome(results: Sequence[ExecutionResult], expected: Sequence[str]) -> Outcome:
     """stdin/stdout cases: one run each, stdout compared here with the expected output (which
     never went to the program's run)."""
-    from rewardsmith.tools.code_reference import normalize_output
+    from rewardsmith.tools.code.suite import normalize_output
 
     out = Outcome(len(results), loaded=True)
     for case, (result, wanted) in enumerate(zip(results, expected, strict=True)):

@@ -30,7 +30,7 @@ class Names:
     would otherwise not call it at all (MBPP's `sum(10, 15) == 6`, a task named `sum`).
 
     `defs`: the trusted statements that bound each trusted name (what a check reaches when it
-    uses the name, `code_screen`); `code`: trusted names bound by imports, functions and
+    uses the name, `screen`); `code`: trusted names bound by imports, functions and
     classes; `origin`: for program names bound by a test's statements, that test's index;
     `whole_only`: program names only running a test whole binds (its loop's variable)."""
 

@@ -1,7 +1,7 @@
 """Where each test of a suite is decided, and the runs that decide it.
 
-A suite (`code_reference.TestSuite`) says, per test, what the program's process runs and
-what the judge does (`code_split`). Some of it needs values of the test's own first: the
+A suite (`suite.TestSuite`) says, per test, what the program's process runs and
+what the judge does (`split`). Some of it needs values of the test's own first: the
 trusted names the program's code reads (`lst` in `candidate(lst)`), and the expected sides
 the caller compares with (`odd_sum`). A judge run prepares them once per suite (`prepare_job`,
 `plan_from`), in a sandboxed run that never holds any program; the `Plan` then knows, per
@@ -32,7 +32,7 @@ from typing import Any, Literal
 from rewardsmith.sandbox import plain
 from rewardsmith.sandbox.harness import channel_records
 from rewardsmith.sandbox.pool import ExecutionResult
-from rewardsmith.tools.code_reference import TestSuite, build_program
+from rewardsmith.tools.code.suite import TestSuite, build_program
 
 Mode = Literal["caller", "judge", "in_process"]
 # A job item's place in the records: (test index, "values" | "test"), or None (no record).

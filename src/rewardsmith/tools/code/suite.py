@@ -17,7 +17,7 @@ The reference is JSON in one of the formats code datasets use:
 
 A plain-text reference of Python assertions also works: each top-level `assert` is a test.
 Each test is split into the program's operands and the judge's check where it can be
-(`rewardsmith.tools.code_split`).
+(`rewardsmith.tools.code.split`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any, Literal
 
 from rewardsmith.config import MAX_REFERENCE_CHARS
 from rewardsmith.errors import InvalidReferenceError
-from rewardsmith.tools.code_inputs import Keys, Step, split_setup
-from rewardsmith.tools.code_names import Names
-from rewardsmith.tools.code_split import (
+from rewardsmith.tools.code.inputs import Keys, Step, split_setup
+from rewardsmith.tools.code.ownership import Names
+from rewardsmith.tools.code.split import (
     SplitTest,
     compile_quietly,
     guard_equality,
@@ -79,7 +79,7 @@ class TestSuite:
     @property
     def in_process(self) -> int:
         """How many tests run whole inside the program's process by their form (not
-        decomposed); `code_plan.Plan` adds those whose arguments cannot travel as data."""
+        decomposed); `plan.Plan` adds those whose arguments cannot travel as data."""
         return sum(t.in_process for t in self.tests)
 
     @property
@@ -93,7 +93,7 @@ class TestSuite:
     def judge_builtins(self) -> frozenset[str]:
         """Builtins called by assertions that call nothing of the program's: a program that
         defines a function of one of these names (MBPP's `sum`) needs the suite split again
-        (`parse_reference(..., shadowed=...)`, `code_split.Names`)."""
+        (`parse_reference(..., shadowed=...)`, `split.Names`)."""
         return frozenset().union(*(t.builtins for t in self.tests))
 
 

@@ -7,7 +7,7 @@ one of them (`pickle.loads(H)`, `eval(H)`, `importlib.import_module(H)`, `getatt
 directly or through any function, class or table the test defines, would run the attacker's
 data in the judge, which could then write a pass for every test it decides. Such a check is
 not decomposed: the test runs whole in the program's process, where that code ran anyway,
-and the reward counts it in `in_process` (`code_split`).
+and the reward counts it in `in_process` (`split`).
 
 The screen is an allowlist, followed through the test's own code: a check may reach builtins
 other than `RUNS_CODE`, the modules of `PURE_MODULES` and what they hold (but not
@@ -27,7 +27,7 @@ import re
 import types
 from functools import lru_cache
 
-from rewardsmith.tools.code_names import BUILTIN_NAMES, Names, note_binding, walk
+from rewardsmith.tools.code.ownership import BUILTIN_NAMES, Names, note_binding, walk
 
 # Builtins that run code, reach objects or modules by a name the data could choose, or read
 # files and input: a check calling (or passing) one of them could run a value as code.
@@ -51,7 +51,7 @@ INTROSPECTION = frozenset(
     {"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame"}
     | {"tb_next", "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "co_consts"}
 )
-# The names a check gives the program's values (`code_split.HOLE_NAME`).
+# The names a check gives the program's values (`split.HOLE_NAME`).
 _HOLE = re.compile(r"__rs_hole_\d+__")
 
 
