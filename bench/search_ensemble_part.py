@@ -12,6 +12,7 @@ no `search ensemble` runs on the folder), so a following `search ensemble` with 
 
     python bench/search_ensemble_part.py RUNDIR base base@seed1 base@seed2 --steps 60
     python bench/search_ensemble_part.py RUNDIR --merge --steps 60     # after every part
+    python bench/search_ensemble_part.py RUNDIR --best --steps 60      # prints e.g. top3
     rewardsmith search ensemble RUNDIR --steps 60 --sizes 3,5,10 --seeds 3
 
 Each part writes `ensembles/runs/KEY/part.json` (the metrics `search ensemble` keeps).
@@ -36,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="3,5,10")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--merge", action="store_true", help="add finished parts to the summary")
+    parser.add_argument(
+        "--best",
+        action="store_true",
+        help="print the configuration `search ensemble` retrains with more seeds (topK or "
+        "diverseK, K >= 3, best by validation F1 in the merged summary)",
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -107,6 +114,16 @@ def main(argv: list[str] | None = None) -> int:
                 summary["runs"][folder.name] = read_json(part)
         rd.write_json(path, summary)
         print(f"merged: {sorted(summary['runs'])}", file=sys.stderr)
+    if args.best:
+        runs_done = (rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}") or {}).get("runs", {})
+        # The rule and the order of `search.ensemble.run_ensembles` (ties: the first).
+        eligible = [
+            n for n, c in configs.items() if c["kind"] in ("top", "diverse") and c["size"] >= 3
+        ]
+        missing = [n for n in eligible if n not in runs_done]
+        if missing:
+            parser.error(f"--best: not merged yet: {missing}")
+        print(max(eligible, key=lambda n: runs_done[n]["sets"]["validation"]["f1"]))
     return 0
 
 
