@@ -37,7 +37,7 @@ def main() -> None:
     library = Library(None)
     correct: dict[str, list[bool]] = {}
     for name in ["base", *args.names]:
-        rewards: list = list(task.base_rewards)
+        rewards: list = task.base_tools()
         tool = candidate_tool(name, rd.read_source(name)) if name != "base" else None
         if tool is not None:
             rewards.append(tool)

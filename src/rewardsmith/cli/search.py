@@ -64,7 +64,7 @@ def _require_torch() -> None:
 def run_cmd(
     out: Annotated[Path, typer.Option("--out", "--out-dir", help="Run folder (RUNDIR).")],
     task: Annotated[
-        str, typer.Option(help="testbed, gsm8k or a task file (JSON/TOML).")
+        str, typer.Option(help="testbed, testbed-multi, gsm8k or a task file (JSON/TOML).")
     ] = "testbed",
     rounds: Annotated[int, typer.Option(help="Rounds of generation.")] = 5,
     per_round: Annotated[int, typer.Option(help="Candidates per round.")] = 10,

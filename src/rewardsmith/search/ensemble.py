@@ -179,7 +179,7 @@ def run_ensembles(
             try:
                 metrics = grpo_fitness(
                     task,
-                    [*task.base_rewards, *tools],
+                    [*task.base_tools(), *tools],
                     GRPORun(out, steps, seed, config.grpo_backend, config.device),
                     {"test": test, "validation": validation},
                     library=lib,

@@ -82,7 +82,7 @@ def candidate_tool(name: str, source: str, *, workers: int = 1) -> RewardFunctio
 
 def _scores(tool: RewardTool, items: Sequence[PoolItem], references: Sequence[str]) -> list[float]:
     samples = [
-        Sample(completion=it.completion, prompt=it.prompt, reference=ref)
+        Sample(completion=it.completion, prompt=it.prompt, reference=ref, task=it.task)
         for it, ref in zip(items, references, strict=True)
     ]
     return [
@@ -194,7 +194,9 @@ def _incentive_metrics(
 
 
 def _as_item(completion: str, twin: Any) -> PoolItem:
-    return PoolItem(twin.group, twin.prompt, twin.reference, completion, False, False)
+    return PoolItem(
+        twin.group, twin.prompt, twin.reference, completion, False, False, task=twin.task
+    )
 
 
 # -- level 1 / 2 ---------------------------------------------------------------------------

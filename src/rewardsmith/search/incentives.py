@@ -10,8 +10,10 @@ run's pool (`build_incentives`), each the same for every candidate of a run:
 
 - **answer twins**: each parseable pool response rewritten to carry the right answer and a
   wrong one, the rest of the text (reasoning included) unchanged
-  (`exploits.gold.wrong_answers` picks the wrong one), each twin re-judged by the task's
-  answer format and kept only when the judge agrees.
+  (`exploits.gold.wrong_answers` picks the wrong one among the answers of the same task
+  family, when the pool's items carry one), each twin re-judged by the task's answer format
+  (with the `family` format, by the rule of the response's own family: a clock time as a
+  time, a sorted list in order) and kept only when the judge agrees.
   `twin_direction` = 2 P(right twin paid above its wrong twin) - 1, ties half: +1 for an
   answer check, 0 for a structural reward, negative for one that pays wrong answers more
   than right ones of the same prompt, including twins built from all-wrong groups;
@@ -69,6 +71,8 @@ class AnswerTwin:
     wrong: str
     #: Whether the pool response itself was right (its wrong twin is the rewritten one).
     was_right: bool
+    #: The pool response's task family (what the `family` format judges the twins by).
+    task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,39 +88,45 @@ class Incentives:
     probe_bar: tuple[int, ...]
 
 
-def _verdict(task: SearchTask, completion: str, reference: str) -> bool | None:
-    """The task's judgement: True right, False wrong-or-unparseable, None when it fails."""
+def _verdict(
+    task: SearchTask, completion: str, reference: str, family: str | None = None
+) -> bool | None:
+    """The task's judgement (with the `family` format, by `family`'s rule): True right,
+    False wrong-or-unparseable, None when it fails."""
     from rewardsmith.rl.answers import judge
 
     try:
-        return judge(completion, reference, task.answer_format).correct  # type: ignore[arg-type]
+        return judge(completion, reference, task.answer_format, family).correct  # type: ignore[arg-type]
     except (ValueError, ArithmeticError):
         return None
 
 
-def _read_answer(task: SearchTask, completion: str) -> str | None:
-    """The raw text of the completion's final answer, as it stands in the completion."""
+def _read_answer(task: SearchTask, completion: str, family: str | None = None) -> str | None:
+    """The raw text of the completion's final answer, as it stands in the completion (a
+    word-list family's answer may hold "or": read as `rl.answers.judge_family` reads it)."""
     if task.answer_format == "solution":
         from rewardsmith.rl.answers import solution_blocks
 
         blocks = solution_blocks(completion)
         return blocks[-1].strip() if blocks and blocks[-1].strip() else None
+    from rewardsmith.rl.families import FAMILIES
     from rewardsmith.rl.styles import final_answer
 
-    return final_answer(completion)
+    grader = FAMILIES.get(family or "") if task.answer_format == "family" else None
+    return final_answer(completion, words=grader is not None and grader.kind == "word_list")
 
 
 def _twin(
     item: PoolItem, task: SearchTask, golds: Sequence[str], rng: random.Random
 ) -> AnswerTwin | None:
     gold = gold_answer(item.reference) or item.reference.strip()
-    answer = _read_answer(task, item.completion) if item.parseable else None
+    answer = _read_answer(task, item.completion, item.task) if item.parseable else None
     if not gold or not answer or answer not in item.completion:
         return None
     at = item.completion.rfind(answer)
     before, after = item.completion[:at], item.completion[at + len(answer) :]
     right = f"{before}{gold}{after}" if not item.correct else item.completion
-    if _verdict(task, right, item.reference) is not True:
+    if _verdict(task, right, item.reference, item.task) is not True:
         return None
     # Only the answer changes: the reasoning stays as written (a process reward must see the
     # same steps in both twins).
@@ -125,8 +135,10 @@ def _twin(
         candidates = [answer, *candidates]
     for wrong_answer in candidates:
         wrong = f"{before}{wrong_answer}{after}"
-        if _verdict(task, wrong, item.reference) is False:
-            return AnswerTwin(item.group, item.prompt, item.reference, right, wrong, item.correct)
+        if _verdict(task, wrong, item.reference, item.task) is False:
+            return AnswerTwin(
+                item.group, item.prompt, item.reference, right, wrong, item.correct, item.task
+            )
     return None
 
 
@@ -134,12 +146,15 @@ def build_incentives(pool: Sequence[PoolItem], task: SearchTask, seed: int = 0) 
     """Answer twins of every parseable pool response, and well-formed wrong probes from one
     right response in each of the first `PROBE_GROUPS` groups that hold one."""
     rng = random.Random(seed)
-    golds = [g for g in {gold_answer(it.reference) or it.reference.strip() for it in pool} if g]
-    golds.sort()
+    # Wrong answers come from the same task family's answers (a clock's from other times).
+    by_task: dict[str | None, set[str]] = {}
+    for it in pool:
+        by_task.setdefault(it.task, set()).add(gold_answer(it.reference) or it.reference.strip())
+    golds = {t: sorted(g for g in found if g) for t, found in by_task.items()}
     twins: list[AnswerTwin] = []
     source_twin: dict[int, int] = {}  # group -> index of the twin of its first right response
     for item in pool:
-        twin = _twin(item, task, golds, rng)
+        twin = _twin(item, task, golds[item.task], rng)
         if twin is None:
             continue
         if item.correct and item.group not in source_twin:
@@ -153,20 +168,31 @@ def build_incentives(pool: Sequence[PoolItem], task: SearchTask, seed: int = 0) 
         gold = gold_answer(twin.reference) or twin.reference.strip()
         template = example_template(twin.right, gold, rng)
         context = Context(
-            twin.prompt, gold, tuple(wrong_answers(gold, golds, rng, 3)), template, rng
+            twin.prompt, gold, tuple(wrong_answers(gold, golds[twin.task], rng, 3)), template, rng
         )
         if template is None or len(context.wrong) < 3:
             continue
         # The bar: the same response, reasoning cut as the corpus cuts it, a plain wrong answer.
         bar = f"{template[0]}{context.wrong[0]}{template[1]}"
-        if _verdict(task, bar, twin.reference) is not False:
+        if _verdict(task, bar, twin.reference, twin.task) is not False:
             continue
-        plain.append(PoolItem(group, twin.prompt, twin.reference, bar, False, True, "plain_wrong"))
+        plain.append(
+            PoolItem(group, twin.prompt, twin.reference, bar, False, True, "plain_wrong", twin.task)
+        )
         for kind in WELL_FORMED_ATTACKS:
             for _form, completion in ANSWER_ATTACKS[kind](context):
-                if _verdict(task, completion, twin.reference) is False:
+                if _verdict(task, completion, twin.reference, twin.task) is False:
                     probes.append(
-                        PoolItem(group, twin.prompt, twin.reference, completion, False, False, kind)
+                        PoolItem(
+                            group,
+                            twin.prompt,
+                            twin.reference,
+                            completion,
+                            False,
+                            False,
+                            kind,
+                            twin.task,
+                        )
                     )
                     paired.append(len(plain) - 1)
     return Incentives(tuple(twins), tuple(probes), tuple(plain), tuple(paired))

@@ -380,7 +380,7 @@ class Search:
         if str(steps) in self.state.baseline:
             return
         self.say(f"GRPO with the base rewards alone to step {steps}")
-        metrics = self._run(BASE_RUN, list(self.task.base_rewards), steps)
+        metrics = self._run(BASE_RUN, self.task.base_tools(), steps)
         self.state.baseline[str(steps)] = metrics
         self.rd.write_state(self.state)
         self.say(f"base rewards alone: F1 {metrics['f1']:.3f} after {steps} steps")
@@ -389,7 +389,7 @@ class Search:
         self.say(f"{tag} {record.name}: GRPO to step {steps}")
         tool = candidate_tool(record.name, self.rd.read_source(record.name))
         try:
-            metrics = self._run(record.name, [*self.task.base_rewards, tool], steps)
+            metrics = self._run(record.name, [*self.task.base_tools(), tool], steps)
         finally:
             tool.close()
         record.grpo_rungs.append(metrics)

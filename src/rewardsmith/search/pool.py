@@ -3,7 +3,9 @@ hacking probes built from them.
 
 `sample_pool` draws `pool_prompts` training prompts and samples `pool_group` completions
 for each, as one GRPO step would (same prompt text, temperature and length limit); each is
-judged by the task's answer format (`rl.answers`). The pool is written once to
+judged by the task's answer format (`rl.answers`) and keeps its prompt's task family
+(`task`: the `family` format grades a clock time by the clock rule, a list by the list
+rule), which every twin and probe built from it carries too. The pool is written once to
 `RUNDIR/pool.jsonl` and read back on `--resume`, so every candidate of a run is scored on
 the same responses.
 
@@ -73,6 +75,9 @@ class PoolItem:
     correct: bool
     parseable: bool
     probe: str | None = None
+    #: The prompt item's task (family), read by the `family` answer format; None for the
+    #: single-task testbeds (and in pools written before it was kept).
+    task: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,15 +110,17 @@ def sample_pool(task: SearchTask, policy: Any, seed: int = 0) -> list[PoolItem]:
         )
         for j, text in enumerate(rollout.texts):
             k = j // task.pool_group
-            verdict = judge(text, part[k].reference, task.answer_format)  # type: ignore[arg-type]
+            item = part[k]
+            verdict = judge(text, item.reference, task.answer_format, item.task)  # type: ignore[arg-type]
             out.append(
                 PoolItem(
                     start + k,
                     prompts[k],
-                    part[k].reference,
+                    item.reference,
                     text,
                     verdict.correct,
                     verdict.parseable,
+                    task=item.task,
                 )
             )
     return out
@@ -192,6 +199,8 @@ def build_probes(pool: Sequence[PoolItem], task: SearchTask, seed: int = 0) -> l
         }
         for kind in PROBE_KINDS:
             probes.append(
-                PoolItem(group, first.prompt, first.reference, made[kind], False, False, kind)
+                PoolItem(
+                    group, first.prompt, first.reference, made[kind], False, False, kind, first.task
+                )
             )
     return probes

@@ -2,10 +2,15 @@
 
 A task names the policy to train, the prompts to train on, the held-out problems to judge
 by, the protected base rewards every candidate is added to, how answers are read for
-accuracy and F1, and the GRPO settings. Three sources:
+accuracy and F1, and the GRPO settings. Four sources:
 
 - `testbed`: the CPU testbed policy on procedural arithmetic word problems (`rl.problems`),
   the stand-in for the search-driven paper's Llama-3.2-3B on GSM8K;
+- `testbed-multi`: the multi-task testbed (`rl.multitask`: seven task families, six answer
+  styles, with or without worked steps), where how a response is written changes how often
+  it is right; every item carries its task family, and answers are judged by that family's
+  rule (the `family` answer format); the base reward is the families' own graders
+  (`family_oracle`, `rl.oracle.FamilyOracle`);
 - `gsm8k`: SmolLM2-135M-Instruct on `../shared/data/gsm8k` (train/test JSONL), for a GPU
   (`--grpo-backend trl --device cuda`); on a CPU it is slow;
 - a task file (JSON, or TOML by its `.toml` suffix): any of the fields below; paths are
@@ -35,13 +40,24 @@ from typing import Any
 
 from rewardsmith.errors import ConfigError, InputError
 from rewardsmith.rl.answers import ANSWER_FORMATS
-from rewardsmith.rl.prompts import PromptItem, load_items, testbed_eval_problems
+from rewardsmith.rl.multitask import MIX
+from rewardsmith.rl.prompts import (
+    PromptItem,
+    load_items,
+    multitask_eval_tasks,
+    testbed_eval_problems,
+)
 from rewardsmith.synth.features import DEFAULT_ANSWER_TAG, DEFAULT_THINK_TAG
 
 #: The three protected base rewards of the search-driven paper: exact format, approximate
 #: format, answer check.
 BASE_REWARDS: tuple[str, ...] = ("format_tags", "format_tags_approx", "gsm8k")
-BUILTIN_TASKS = ("testbed", "gsm8k")
+BUILTIN_TASKS = ("testbed", "testbed-multi", "gsm8k")
+#: The base reward name that stands for `rl.oracle.FamilyOracle` (each item graded by its own
+#: task family's rule): no library tool grades every family of `testbed-multi`.
+FAMILY_ORACLE = "family_oracle"
+#: Prompt and held-out sources that are not files (`rl.prompts.load_items`).
+PROCEDURAL_DATA = ("testbed", "testbed-multi")
 #: Where the built-in gsm8k task reads its data (relative to the working directory).
 GSM8K_DIR = Path("../shared/data/gsm8k")
 #: GRPO settings a task may set (`rl.grpo.GRPOConfig` fields); steps and seeds are the
@@ -64,7 +80,7 @@ GRPO_FIELDS = frozenset(
     }
 )
 #: Policy names that are not paths (`rl.policies.load_policy`).
-POLICIES = ("testbed", "testbed-tiny", "smollm2")
+POLICIES = ("testbed", "testbed-tiny", "testbed-multi", "testbed-multi-tiny", "smollm2")
 # Fewer held-out problems than this cannot tell candidates apart.
 MIN_HELD_OUT = 20
 
@@ -98,6 +114,11 @@ class SearchTask:
             )
         if not self.base_rewards:
             raise ConfigError(f"task {self.name}: base_rewards must name at least one tool")
+        if FAMILY_ORACLE in self.base_rewards and self.answer_format != "family":
+            raise ConfigError(
+                f"task {self.name}: {FAMILY_ORACLE} grades each item by its task family; it "
+                'needs answer_format "family" and prompts that carry a task (e.g. testbed-multi)'
+            )
         if len(self.tags) != 2 or not all(
             isinstance(t, str) and t.isidentifier() for t in self.tags
         ):
@@ -152,6 +173,13 @@ class SearchTask:
         except TypeError as exc:
             raise ConfigError(f"{where}: {exc}") from exc
 
+    def base_tools(self) -> list[Any]:
+        """The base rewards as GRPO takes them: library names, and `FAMILY_ORACLE` as the
+        families' own graders (`rl.oracle.FamilyOracle`, not a library tool)."""
+        from rewardsmith.rl.oracle import FamilyOracle
+
+        return [FamilyOracle() if name == FAMILY_ORACLE else name for name in self.base_rewards]
+
     # -- data ------------------------------------------------------------------------------
 
     def train_items(self) -> list[PromptItem]:
@@ -163,6 +191,8 @@ class SearchTask:
         wanted = self.validation_size + self.test_size
         if self.eval == "testbed":
             items = [PromptItem(p.question, p.reference) for p in testbed_eval_problems(wanted)]
+        elif self.eval == "testbed-multi":
+            items = multitask_held_out(wanted)
         else:
             items = load_items(self.eval, wanted)
         if len(items) < MIN_HELD_OUT:
@@ -171,6 +201,16 @@ class SearchTask:
             )
         n_val = self.validation_size if len(items) >= wanted else len(items) // 3
         return items[:n_val], items[n_val:wanted]
+
+
+def multitask_held_out(n: int) -> list[PromptItem]:
+    """`n` held-out multi-task problems with their families, the families taking turns
+    (`rl.prompts.multitask_eval_tasks` groups them by family; a slice of the first k must
+    hold every family, so validation and test both do)."""
+    per_family = -(-n // len(MIX))
+    tasks = multitask_eval_tasks(per_family)
+    turns = [tasks[f * per_family + i] for i in range(per_family) for f in range(len(MIX))]
+    return [PromptItem(t.question, t.reference, t.family) for t in turns[:n]]
 
 
 TESTBED_TASK = SearchTask(
@@ -185,6 +225,34 @@ TESTBED_TASK = SearchTask(
     # rewards by how much less they harmed; at 3e-5, 0.396 (p 0.88); at 5e-4 eight steps
     # took F1 to 0.07 (docs/search.md, Measured).
     grpo={"max_new_tokens": 48, "lora_rank": 0, "lr": 3e-5},
+)
+
+
+TESTBED_MULTI_TASK = SearchTask(
+    name="testbed-multi",
+    description=(
+        "Seven task families: arithmetic word problems, chain sums, leg counting, multiple "
+        "choice (a letter), sorting numbers (a comma-separated list), clock times (H:MM) and "
+        "reversing a list of words. The policy answers in any of six styles "
+        "(<thinking>steps</thinking><solution>A</solution>, <think>/<answer>, \\boxed{A}, "
+        "'The answer is A.', 'Final answer: A', '#### A'), with worked steps such as "
+        "'3*6=18. 14+18=32.' or without; the reference is the bare answer, graded by the "
+        "task family's own rule."
+    ),
+    policy="testbed-multi",
+    train="testbed-multi",
+    eval="testbed-multi",
+    # The families' own graders, as the oracle arm of bench/rlar_multitask.py trains with
+    # (0.370 -> 0.491 on 1,050 held-out problems in 150 steps): no library tool grades every
+    # family, and the answer check must be right for each. No format reward: the policy
+    # answers in six styles, all of which the judge accepts; which style and how much
+    # reasoning to pay is what the search is for (docs/search.md, testbed-multi).
+    base_rewards=(FAMILY_ORACLE,),
+    answer_format="family",
+    validation_size=350,
+    test_size=1050,
+    eval_max_new_tokens=96,
+    grpo={"max_new_tokens": 64, "lora_rank": 0, "lr": 1e-4, "prompts_per_step": 8},
 )
 
 
@@ -216,14 +284,16 @@ def gsm8k_task() -> SearchTask:
 
 
 def load_task(spec: str) -> SearchTask:
-    """`testbed`, `gsm8k`, or a task file (JSON, or TOML by suffix)."""
+    """`testbed`, `testbed-multi`, `gsm8k`, or a task file (JSON, or TOML by suffix)."""
     if spec == "testbed":
         return TESTBED_TASK
+    if spec == "testbed-multi":
+        return TESTBED_MULTI_TASK
     if spec == "gsm8k":
         return gsm8k_task()
     path = Path(spec)
     if not path.is_file():
-        raise ConfigError(f"--task {spec!r}: expected testbed, gsm8k or a task file")
+        raise ConfigError(f"--task {spec!r}: expected testbed, testbed-multi, gsm8k or a task file")
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
@@ -231,7 +301,7 @@ def load_task(spec: str) -> SearchTask:
         raise InputError(f"task file {path}: cannot read it: {exc}") from exc
     if not isinstance(data, dict):
         raise InputError(f"task file {path}: expected an object of task fields")
-    for key, names in (("train", ("testbed",)), ("eval", ("testbed",)), ("policy", POLICIES)):
+    for key, names in (("train", PROCEDURAL_DATA), ("eval", PROCEDURAL_DATA), ("policy", POLICIES)):
         value = data.get(key)
         if isinstance(value, str) and value not in names and not Path(value).is_absolute():
             data[key] = str(path.parent / value)
