@@ -22,7 +22,7 @@ from rewardsmith import plaintext
 from rewardsmith.rl import answers
 from rewardsmith.rm import corpora, data, pairsets
 from rewardsmith.router import content, features
-from rewardsmith.search import generator, llm_generator, loop, pool, results
+from rewardsmith.search import generator, llm_generator, loop, response_pool, results
 from rewardsmith.synth import codeverify_llm, session
 from rewardsmith.types import Sample
 
@@ -43,7 +43,7 @@ MODULES: tuple[ModuleType, ...] = (
     features,
     content,
     answers,
-    pool,
+    response_pool,
     pairsets,
     data,
     corpora,
@@ -210,7 +210,7 @@ OTHER_FUNCTIONS: dict[str, Callable[[str], object]] = {
     "rl.answers.extract_answer": answers.extract_answer,
     "rl.answers.solution_blocks": answers.solution_blocks,
     "search.loop.doc_line": loop.doc_line,
-    "search.pool._first_block": lambda t: pool._first_block(t, "think"),
+    "search.response_pool._first_block": lambda t: response_pool._first_block(t, "think"),
     "rm.pairsets.gsm8k_wrong": lambda t: pairsets.gsm8k_wrong(
         t, "final", __import__("random").Random(0)
     ),

@@ -4,8 +4,8 @@ wrong final answer, and with a wrong equation and answer."""
 from __future__ import annotations
 
 from rewardsmith.rl import problems as P
-from rewardsmith.search.pool import PoolItem
 from rewardsmith.search.program import RewardProgram, Term, render_program
+from rewardsmith.search.response_pool import PoolItem
 
 
 def crafted_pool(groups: int = 6, seed: int = 3) -> list[PoolItem]:

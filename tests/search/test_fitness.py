@@ -12,8 +12,8 @@ from rewardsmith.search.fitness import (
     proxy_fitness,
     within_group_separation,
 )
-from rewardsmith.search.pool import PROBE_KINDS, build_probes
 from rewardsmith.search.program import ANSWER_CORRECT, Term
+from rewardsmith.search.response_pool import PROBE_KINDS, build_probes
 from rewardsmith.search.task import TESTBED_TASK
 
 SEPARATION_CASES = [

@@ -15,8 +15,8 @@ from rewardsmith.search.incentives import (
     silent_direction,
     twin_direction,
 )
-from rewardsmith.search.pool import build_probes
 from rewardsmith.search.program import ANSWER_CORRECT, Term
+from rewardsmith.search.response_pool import build_probes
 from rewardsmith.search.task import TESTBED_TASK
 
 ANSWER_CHECK = program_source(Term(ANSWER_CORRECT, 1.0))

@@ -15,7 +15,7 @@ from rewardsmith.rl.answers import judge
 from rewardsmith.rl.multitask import MIX
 from rewardsmith.rl.oracle import FamilyOracle
 from rewardsmith.search.incentives import build_incentives
-from rewardsmith.search.pool import PoolItem, build_probes
+from rewardsmith.search.response_pool import PoolItem, build_probes
 from rewardsmith.search.task import (
     FAMILY_ORACLE,
     TESTBED_MULTI_TASK,
@@ -180,7 +180,7 @@ def test_probes_and_well_formed_wrong_probes_keep_the_family_and_are_wrong_by_it
 
 
 def test_a_pool_written_before_families_were_kept_still_loads(tmp_path: Path) -> None:
-    from rewardsmith.search.pool import load_pool
+    from rewardsmith.search.response_pool import load_pool
 
     old = {
         "group": 0,
@@ -215,7 +215,7 @@ def test_the_pool_keeps_each_prompts_family_and_a_base_run_grades_by_it(
 ) -> None:
     from rewardsmith.rl.policies import load_policy
     from rewardsmith.search.fitness import GRPORun, grpo_fitness
-    from rewardsmith.search.pool import sample_pool
+    from rewardsmith.search.response_pool import sample_pool
 
     monkeypatch.setenv("REWARDSMITH_TESTBED_CACHE", str(multi_tiny))
     task = SearchTask(

@@ -68,7 +68,7 @@ def test_a_block_holds_its_value_exactly_and_cannot_be_closed_from_inside(value:
 
 def test_search_generator_examples_are_quoted_data() -> None:
     from rewardsmith.search.llm_generator import SYSTEM, task_section
-    from rewardsmith.search.pool import PoolItem
+    from rewardsmith.search.response_pool import PoolItem
     from rewardsmith.search.task import TESTBED_TASK
 
     item = PoolItem(

@@ -33,7 +33,7 @@ from typing import Any
 
 from rewardsmith.search.fitness import read_eval, training_trends
 from rewardsmith.search.loop import BASE_RUN
-from rewardsmith.search.pool import load_pool
+from rewardsmith.search.response_pool import load_pool
 from rewardsmith.search.results import AUDIT_FILE, ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
 from rewardsmith.search.task import run_task
 from rewardsmith.synth.features import FEATURE_CONSTANTS

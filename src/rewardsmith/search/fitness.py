@@ -2,7 +2,7 @@
 
 **Level 0, the proxy** (`proxy_fitness`, seconds per candidate). The candidate, run in the
 sandbox like any `reward_function` tool, scores the run's fixed pool of rollouts
-(`search.pool`) and its hacking probes:
+(`search.response_pool`) and its hacking probes:
 
 - `separation`: within each prompt's group that holds both right and wrong responses, the
   probability that a right response scores above a wrong one (ties count half), averaged
@@ -51,7 +51,7 @@ from rewardsmith.search.incentives import (
     twin_direction,
     wrong_payouts,
 )
-from rewardsmith.search.pool import PoolItem
+from rewardsmith.search.response_pool import PoolItem
 from rewardsmith.search.task import SearchTask
 from rewardsmith.tools.reward_fn import RewardFunctionTool, reward_code_report
 from rewardsmith.types import RewardTool, Sample, ToolSpec

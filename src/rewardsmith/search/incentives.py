@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from rewardsmith.exploits.answer_attacks import ANSWER_ATTACKS, Context
 from rewardsmith.exploits.corpus import example_template
 from rewardsmith.exploits.gold import gold_answer, perturb, wrong_answers
-from rewardsmith.search.pool import PROBE_GROUPS, PoolItem
+from rewardsmith.search.response_pool import PROBE_GROUPS, PoolItem
 from rewardsmith.search.task import SearchTask
 
 #: Exploit-corpus attacks whose completions keep an answer format (wrong but well-formed).

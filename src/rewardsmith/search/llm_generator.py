@@ -30,7 +30,7 @@ from rewardsmith.llm.quoting import DATA_RULE, clip_head, data_block
 from rewardsmith.sandbox.policy import ALLOWED_IMPORTS, FORBIDDEN_CALLS
 from rewardsmith.search.feedback import Feedback
 from rewardsmith.search.generator import Proposal, candidate_name
-from rewardsmith.search.pool import PoolItem
+from rewardsmith.search.response_pool import PoolItem
 from rewardsmith.search.task import SearchTask
 from rewardsmith.synth.codeverify_llm import extract_code
 

@@ -51,7 +51,8 @@ from rewardsmith.search.fitness import (
 )
 from rewardsmith.search.generator import Generator, OfflineGenerator
 from rewardsmith.search.incentives import Incentives, build_incentives
-from rewardsmith.search.pool import (
+from rewardsmith.search.program import RewardProgram
+from rewardsmith.search.response_pool import (
     POOL_FILE,
     PoolItem,
     build_probes,
@@ -59,7 +60,6 @@ from rewardsmith.search.pool import (
     sample_pool,
     save_pool,
 )
-from rewardsmith.search.program import RewardProgram
 from rewardsmith.search.results import CandidateRecord, RunDir, RunState, ranked
 from rewardsmith.search.task import SearchTask, load_task, run_task
 

@@ -6,7 +6,7 @@ RUNDIR/
   candidates/NAME.py   each candidate's source, admitted or not
   results.jsonl        one line per candidate (`CandidateRecord`)
   feedback/round_N.md  exactly what the generator was told before round N
-  pool.jsonl           the proxy's rollouts (`search.pool`)
+  pool.jsonl           the proxy's rollouts (`search.response_pool`)
   proxy/NAME.json      a candidate's raw proxy scores (pool and probes)
   runs/NAME/           GRPO runs of single candidates (metrics, checkpoint, eval.json)
   ensembles/           `search ensemble`: runs/, ensembles.json

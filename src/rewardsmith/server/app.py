@@ -29,9 +29,9 @@ from rewardsmith.server.config import RETRY_AFTER_SECONDS, ServerConfig
 from rewardsmith.server.engine import RequestRefused, ScoringEngine, Unavailable
 from rewardsmith.server.limits import Admission, AdmissionGate
 from rewardsmith.server.metrics import Metrics, MetricsMiddleware
-from rewardsmith.server.models import OpenRLHFRequest, RouteRequest, ScoreRequest
 from rewardsmith.server.payloads import FieldError
 from rewardsmith.server.routes import health, openrlhf, score, tools
+from rewardsmith.server.schemas import OpenRLHFRequest, RouteRequest, ScoreRequest
 
 log = logging.getLogger(__name__)
 

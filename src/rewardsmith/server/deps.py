@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
 
 from rewardsmith.server.engine import ScoringEngine
-from rewardsmith.server.models import BatchTooLarge, request_errors
+from rewardsmith.server.schemas import BatchTooLarge, request_errors
 
 _bearer = HTTPBearer(auto_error=False, description="The server's --token, if it has one.")
 

@@ -21,7 +21,7 @@ from rewardsmith.errors import RewardsmithError
 from rewardsmith.integrations.openrlhf import label_reference, response_text
 from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.rollout_log import rollout_record
-from rewardsmith.server.models import (
+from rewardsmith.server.schemas import (
     BatchTooLarge,
     OpenRLHFRequest,
     ScoreRequest,

@@ -7,8 +7,8 @@ from fastapi.responses import JSONResponse
 
 from rewardsmith.server.deps import require_token
 from rewardsmith.server.metrics import CONTENT_TYPE_LATEST
-from rewardsmith.server.models import HealthResponse
 from rewardsmith.server.routes.score import ERRORS
+from rewardsmith.server.schemas import HealthResponse
 
 router = APIRouter(tags=["service"])
 

@@ -21,9 +21,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from rewardsmith.server.deps import Engine, json_body, require_token
-from rewardsmith.server.models import OpenRLHFRequest, OpenRLHFResponse
 from rewardsmith.server.payloads import FieldError
 from rewardsmith.server.routes.score import ERRORS
+from rewardsmith.server.schemas import OpenRLHFRequest, OpenRLHFResponse
 
 log = logging.getLogger(__name__)
 

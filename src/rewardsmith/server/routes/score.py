@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from rewardsmith.server.deps import Engine, json_body, require_token
-from rewardsmith.server.models import ErrorResponse, ScoreRequest, ScoreResponse
+from rewardsmith.server.schemas import ErrorResponse, ScoreRequest, ScoreResponse
 
 router = APIRouter(tags=["scoring"], dependencies=[Depends(require_token)])
 

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from rewardsmith.server.deps import Engine, json_body, parse_body, require_token
-from rewardsmith.server.models import RouteRequest, RouteResponse, ToolsResponse
 from rewardsmith.server.routes.score import ERRORS
+from rewardsmith.server.schemas import RouteRequest, RouteResponse, ToolsResponse
 
 router = APIRouter(tags=["tools"], dependencies=[Depends(require_token)])
 
