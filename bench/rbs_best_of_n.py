@@ -3,7 +3,7 @@
 The policy (the warm-start testbed by default) samples N completions at temperature 1 (the
 temperature GRPO samples at) for each of the first `--n` held-out testbed problems (the same
 held-out split as `grpo eval`, which no RM corpus document and no GRPO prompt comes from).
-Each completion is judged by the strict `<solution>` rule (`rl.answers.judge`). The output is
+Each completion is judged by the strict `<solution>` rule (`rl.answers.judge_answer`). The output is
 a best-of-N file in the format `rm eval` reads: `question` (the exact prompt the policy read,
 `Question: ...\\nAnswer: `, as the reward tools see it during GRPO), `response[N]`,
 `score[N]` (correct or not: used only to grade a pick), `pred[N]` (the extracted answer, for
@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from rewardsmith.models.loading import torch_threads
-from rewardsmith.rl.answers import extract_answer, judge
+from rewardsmith.rl.answers import extract_answer, judge_answer
 from rewardsmith.rl.generation import generate
 from rewardsmith.rl.policies import load_policy
 from rewardsmith.rl.prompts import testbed_eval_problems
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
                     "question": prompt,
                     "response": texts,
                     "score": [
-                        judge(t, problem.reference, policy.answer_format).correct for t in texts
+                        judge_answer(t, problem.reference, policy.answer_format).correct
+                        for t in texts
                     ],
                     "pred": ["" if a is None else str(a) for a in answers],
                     "reference": problem.reference,

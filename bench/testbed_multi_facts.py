@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from rewardsmith.rl.answers import judge
+    from rewardsmith.rl.answers import judge_answer
     from rewardsmith.rl.generation import generate
     from rewardsmith.rl.policies import PRESETS, load_policy
     from rewardsmith.rl.prompts import multitask_eval_tasks
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                     "family": task.family,
                     "style": style_of(text),
                     "steps": wrote_steps(text),
-                    "correct": judge(text, task.reference, "family", task.family).correct,
+                    "correct": judge_answer(text, task.reference, "family", task.family).correct,
                 }
             )
     groups: dict[tuple[str, str, str], list[bool]] = defaultdict(list)

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from rewardsmith.rl import multitask as M
-from rewardsmith.rl.answers import judge
+from rewardsmith.rl.answers import judge_answer
 from rewardsmith.rl.families import FAMILIES, family
 from rewardsmith.rl.oracle import FamilyOracle
 from rewardsmith.types import Sample
@@ -82,7 +82,9 @@ def test_warm_start_completions_are_right_unless_they_hedge() -> None:
         [Sample(e.completion, e.prompt, e.task.reference, e.task.family) for e in examples]
     )
     for example, reward in zip(examples, rewards, strict=True):
-        verdict = judge(example.completion, example.task.reference, "family", example.task.family)
+        verdict = judge_answer(
+            example.completion, example.task.reference, "family", example.task.family
+        )
         assert verdict.correct is (not example.hedged), example.completion
         assert reward.score == (0.0 if example.hedged else 1.0)
     # every family and style is there, steps mostly where the style says, a few hedges

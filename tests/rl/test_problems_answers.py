@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rewardsmith.rl import problems as P
-from rewardsmith.rl.answers import extract_answer, judge
+from rewardsmith.rl.answers import extract_answer, judge_answer
 from rewardsmith.scoring import score
 
 
@@ -62,7 +62,7 @@ CASES = [
 
 @pytest.mark.parametrize(("completion", "fmt", "parseable", "correct"), CASES)
 def test_judge(completion: str, fmt: str, parseable: bool, correct: bool) -> None:
-    verdict = judge(completion, "32", fmt)  # type: ignore[arg-type]
+    verdict = judge_answer(completion, "32", fmt)  # type: ignore[arg-type]
     assert (verdict.parseable, verdict.correct) == (parseable, correct)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from search_helpers import CONSTANT_SOURCE, crafted_pool, misdirection_pool, program_source
 
-from rewardsmith.rl.answers import judge
+from rewardsmith.rl.answers import judge_answer
 from rewardsmith.search.fitness import candidate_tool, proxy_fitness
 from rewardsmith.search.incentives import (
     WELL_FORMED_ATTACKS,
@@ -90,8 +90,8 @@ def test_twins_differ_only_in_the_answer_and_the_judge_agrees(misdirection) -> N
     # every response of the pool is parseable: each has its twins, both judged as intended
     assert len(incentives.twins) == len(pool)
     for twin in incentives.twins:
-        assert judge(twin.right, twin.reference).correct
-        assert not judge(twin.wrong, twin.reference).correct
+        assert judge_answer(twin.right, twin.reference).correct
+        assert not judge_answer(twin.wrong, twin.reference).correct
         head = twin.right[: twin.right.rfind("<solution>")]
         assert twin.wrong.startswith(head)
 
@@ -101,7 +101,7 @@ def test_well_formed_wrong_probes_come_from_the_exploit_corpus_and_are_wrong(mis
     kinds = {p.probe for p in incentives.wrong_probes}
     assert kinds <= set(WELL_FORMED_ATTACKS) and len(kinds) >= 4
     for probe in (*incentives.wrong_probes, *incentives.plain_wrong):
-        assert not judge(probe.completion, probe.reference).correct
+        assert not judge_answer(probe.completion, probe.reference).correct
     assert max(incentives.probe_bar) < len(incentives.plain_wrong)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rewardsmith.errors import ConfigError
-from rewardsmith.rl.answers import judge
+from rewardsmith.rl.answers import judge_answer
 from rewardsmith.rl.multitask import MIX
 from rewardsmith.rl.oracle import FamilyOracle
 from rewardsmith.search.incentives import build_incentives
@@ -47,7 +47,7 @@ def _pool(cases, *, keep_family: bool = True) -> list[PoolItem]:
     """One group per case; each response judged by its family's rule (the pool's verdict)."""
     items = []
     for g, (family, reference, completion) in enumerate(cases):
-        verdict = judge(completion, reference, "family", family)
+        verdict = judge_answer(completion, reference, "family", family)
         items.append(
             PoolItem(
                 g,
@@ -129,12 +129,12 @@ def test_a_right_answer_is_twinned_by_its_familys_rule(family, reference, comple
     assert len(twins) == 1
     (twin,) = twins
     assert twin.was_right and twin.right == completion
-    assert judge(twin.wrong, reference, "family", family).correct is False
+    assert judge_answer(twin.wrong, reference, "family", family).correct is False
     # only the answer differs: the steps stay as written
     assert twin.wrong.split("\n")[0].split(". ")[0] == completion.split("\n")[0].split(". ")[0]
     # the exact comparison a judge without the family uses calls this right answer wrong, so
     # without the family no twin could be confirmed
-    assert judge(completion, reference, "family", None).correct is False
+    assert judge_answer(completion, reference, "family", None).correct is False
 
 
 def test_without_the_family_the_same_pool_gives_no_twins() -> None:
@@ -154,7 +154,7 @@ def test_a_wrong_answer_gets_a_right_twin_in_its_familys_form(
         if t.task == family and t.reference == reference
     ]
     assert not twin.was_right and twin.wrong == completion
-    assert judge(twin.right, reference, "family", family).correct is True
+    assert judge_answer(twin.right, reference, "family", family).correct is True
 
 
 def test_wrong_twins_take_their_answers_from_the_same_family() -> None:
@@ -174,7 +174,9 @@ def test_probes_and_well_formed_wrong_probes_keep_the_family_and_are_wrong_by_it
     assert incentives.wrong_probes
     for probe in (*incentives.wrong_probes, *incentives.plain_wrong):
         assert probe.task in MIX
-        assert judge(probe.completion, probe.reference, "family", probe.task).correct is False
+        assert (
+            judge_answer(probe.completion, probe.reference, "family", probe.task).correct is False
+        )
     by_group = {it.group: it.task for it in pool}
     assert all(p.task == by_group[p.group] for p in build_probes(pool, TESTBED_MULTI_TASK))
 
@@ -238,7 +240,7 @@ def test_the_pool_keeps_each_prompts_family_and_a_base_run_grades_by_it(
     assert len(pool) == 28 and len({it.task for it in pool}) > 1
     assert {it.task for it in pool} <= set(MIX)
     for it in pool:  # each response judged by its own family's rule
-        verdict = judge(it.completion, it.reference, "family", it.task)
+        verdict = judge_answer(it.completion, it.reference, "family", it.task)
         assert (verdict.parseable, verdict.correct) == (it.parseable, it.correct)
     validation, _test = task.held_out()
     metrics = grpo_fitness(

@@ -81,7 +81,7 @@ def _score(
     return out
 
 
-def judge(corpus: Corpus, rewards: Sequence[Reward]) -> list[bool]:
+def judge_corpus(corpus: Corpus, rewards: Sequence[Reward]) -> list[bool]:
     """For each probe, whether the reward got it wrong (a false pass or a false fail)."""
     scores = [r.score if r.score is not None else 0.0 for r in rewards]
     floor = min([0.0, *scores])
@@ -159,7 +159,7 @@ def audit_tool(
         return report
     rewards = _score(tool, corpus.probes, progress)
     report.errors = sum(r.status in ("error", "timeout") for r in rewards)
-    report.attacks, report.variants = _rates(corpus, rewards, judge(corpus, rewards))
+    report.attacks, report.variants = _rates(corpus, rewards, judge_corpus(corpus, rewards))
     report.seconds = time.perf_counter() - start
     return report
 

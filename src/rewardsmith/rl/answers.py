@@ -86,7 +86,7 @@ def parse_reference(reference: str) -> Fraction:
     return value
 
 
-def judge(
+def judge_answer(
     completion: str, reference: str, fmt: AnswerFormat = "solution", task: str | None = None
 ) -> Judged:
     """Is the completion's answer parseable, and is it correct? (`task`: the item's task

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rewardsmith.rl.answers import AnswerFormat, judge
+from rewardsmith.rl.answers import AnswerFormat, judge_answer
 from rewardsmith.rl.generation import generate
 from rewardsmith.rl.stats import Interval, McNemar, accuracy_ci, f1_ci, mcnemar_exact
 
@@ -138,7 +138,8 @@ def evaluate_policy(
             progress(len(chunk))
     tasks = [task_of(it) for it in items]
     verdicts = [
-        judge(t, it.reference, fmt, task) for t, it, task in zip(texts, items, tasks, strict=True)
+        judge_answer(t, it.reference, fmt, task)
+        for t, it, task in zip(texts, items, tasks, strict=True)
     ]
     return EvalResult(
         name=policy.name,

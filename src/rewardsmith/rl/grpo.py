@@ -73,7 +73,7 @@ from rewardsmith.models.checkpoints import (
     truncate_metrics,
     writing_checkpoint,
 )
-from rewardsmith.rl.answers import AnswerFormat, judge
+from rewardsmith.rl.answers import AnswerFormat, judge_answer
 from rewardsmith.rl.collapse import CollapseMonitor
 from rewardsmith.rl.generation import Rollout, generate, token_logprobs
 from rewardsmith.rl.grpo_config import GRPOConfig
@@ -228,7 +228,7 @@ class GRPOTrainer:
             update = self._update(rollout, advantages)
         t3 = time.perf_counter()
         verdicts = [
-            judge(t, r, self.answer_format, task)
+            judge_answer(t, r, self.answer_format, task)
             for t, r, task in zip(rollout.texts, references, tasks, strict=True)
         ]
         lengths = rollout.lengths.float()

@@ -47,7 +47,7 @@ from trl import GRPOTrainer as TRLTrainer
 from rewardsmith.integrations.trl import completion_text, reward_funcs
 from rewardsmith.library.store import Library
 from rewardsmith.models.checkpoints import METRICS_FILE, append_metrics
-from rewardsmith.rl.answers import AnswerFormat, judge
+from rewardsmith.rl.answers import AnswerFormat, judge_answer
 from rewardsmith.rl.grpo import MODEL_DIR, SYNTHESIS_FILE, GRPOConfig, TrainResult, task_accuracy
 from rewardsmith.rl.lora import lora_config
 from rewardsmith.rl.policies import Policy, save_policy
@@ -70,7 +70,7 @@ class StrictAccuracy:
         refs = kwargs["reference"]
         tasks = kwargs.get("task") or [None] * len(refs)
         return [
-            float(judge(completion_text(c), str(r), self.answer_format, t).correct)
+            float(judge_answer(completion_text(c), str(r), self.answer_format, t).correct)
             for c, r, t in zip(completions, refs, tasks, strict=True)
         ]
 
@@ -121,7 +121,7 @@ class LoopReward:
         step = int(state.global_step) + 1 if state is not None else None
         scored = self.reward_set.score([str(p) for p in prompts], texts, refs, tasks, step=step)
         verdicts = [
-            judge(t, r, self.answer_format, task)
+            judge_answer(t, r, self.answer_format, task)
             for t, r, task in zip(texts, refs, tasks, strict=True)
         ]
         log_metric = kwargs.get("log_metric")

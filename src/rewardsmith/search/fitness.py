@@ -266,7 +266,7 @@ def grpo_fitness(
         trainer.train(resume=resume, on_step=on_step, save_model=False)
         policy.model = trainer.model
         trained = policy
-    sets = judge(task, trained, held_out, run.out, run.steps)
+    sets = judge_policy(task, trained, held_out, run.out, run.steps)
     first = next(iter(sets.values()))
     out = {
         **first,
@@ -280,7 +280,7 @@ def grpo_fitness(
     return out
 
 
-def judge(
+def judge_policy(
     task: SearchTask, policy: Any, held_out: Mapping[str, Sequence[Any]], out: Path, steps: int
 ) -> dict[str, dict[str, Any]]:
     """Greedy accuracy and F1 (bootstrap 95% CIs) of `policy` on each held-out set; writes
@@ -323,7 +323,7 @@ def starting_fitness(
     from rewardsmith.rl.policies import load_policy
 
     start = time.perf_counter()
-    sets = judge(task, load_policy(task.policy, device=device), held_out, out, 0)
+    sets = judge_policy(task, load_policy(task.policy, device=device), held_out, out, 0)
     first = next(iter(sets.values()))
     metrics = {**first, "steps": 0, "seconds": round(time.perf_counter() - start, 1)}
     if len(sets) > 1:

@@ -93,10 +93,10 @@ def _verdict(
 ) -> bool | None:
     """The task's judgement (with the `family` format, by `family`'s rule): True right,
     False wrong-or-unparseable, None when it fails."""
-    from rewardsmith.rl.answers import judge
+    from rewardsmith.rl.answers import judge_answer
 
     try:
-        return judge(completion, reference, task.answer_format, family).correct  # type: ignore[arg-type]
+        return judge_answer(completion, reference, task.answer_format, family).correct  # type: ignore[arg-type]
     except (ValueError, ArithmeticError):
         return None
 

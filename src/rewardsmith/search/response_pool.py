@@ -88,7 +88,7 @@ def sample_pool(task: SearchTask, policy: Any, seed: int = 0) -> list[PoolItem]:
     docstring). Needs torch (`rl`)."""
     import torch
 
-    from rewardsmith.rl.answers import judge
+    from rewardsmith.rl.answers import judge_answer
     from rewardsmith.rl.generation import generate
 
     items = task.train_items()
@@ -111,7 +111,7 @@ def sample_pool(task: SearchTask, policy: Any, seed: int = 0) -> list[PoolItem]:
         for j, text in enumerate(rollout.texts):
             k = j // task.pool_group
             item = part[k]
-            verdict = judge(text, item.reference, task.answer_format, item.task)  # type: ignore[arg-type]
+            verdict = judge_answer(text, item.reference, task.answer_format, item.task)  # type: ignore[arg-type]
             out.append(
                 PoolItem(
                     start + k,
