@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from rewardsmith.files import atomic_write, is_regular, read_json
     from rewardsmith.library.store import Library
-    from rewardsmith.search.ensemble import PLAN_FILE, plan
-    from rewardsmith.search.fitness import GRPORun, candidate_tool, grpo_fitness, read_eval
+    from rewardsmith.search.ensemble import plan, seed_candidates, train_configuration
+    from rewardsmith.search.fitness import read_eval
     from rewardsmith.search.loop import SearchConfig
     from rewardsmith.search.results import ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
     from rewardsmith.search.task import run_task
@@ -77,25 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         if is_regular(out / PART_FILE) and read_eval(out):
             print(f"{key}: done before", file=sys.stderr)
             continue
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write(
-            out / PLAN_FILE,
-            json.dumps({"members": members, "steps": args.steps, "seed": seed}) + "\n",
-        )
         print(f"[{time.strftime('%H:%M:%S')}] {key}: base + {members}", file=sys.stderr)
-        tools = [candidate_tool(m, rd.read_source(m)) for m in members]
         with Library(None) as lib:
-            try:
-                metrics = grpo_fitness(
-                    task,
-                    [*task.base_tools(), *tools],
-                    GRPORun(out, args.steps, seed, config.grpo_backend, config.device),
-                    {"test": test, "validation": validation},
-                    library=lib,
-                )
-            finally:
-                for tool in tools:
-                    tool.close()
+            metrics = train_configuration(
+                task, rd, config, members, out, args.steps, seed, (validation, test), lib
+            )
         metrics.update(name=name, seed=seed, members=members)
         atomic_write(out / PART_FILE, json.dumps(metrics) + "\n")
         print(
@@ -117,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.best:
         runs_done = (rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}") or {}).get("runs", {})
         # The rule and the order of `search.ensemble.run_ensembles` (ties: the first).
-        eligible = [
-            n for n, c in configs.items() if c["kind"] in ("top", "diverse") and c["size"] >= 3
-        ]
+        eligible = seed_candidates(configs)
         missing = [n for n in eligible if n not in runs_done]
         if missing:
             parser.error(f"--best: not merged yet: {missing}")

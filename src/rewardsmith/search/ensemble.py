@@ -49,7 +49,7 @@ from rewardsmith.search.results import (
     ranked,
 )
 from rewardsmith.search.stats import describe, indistinguishable, pairwise, spread, versus
-from rewardsmith.search.task import run_task
+from rewardsmith.search.task import SearchTask, run_task
 
 #: Proxy-score correlation above which two candidates count as the same reward.
 DUPLICATE_CORRELATION = 0.95
@@ -129,6 +129,47 @@ def plan(
     return configs, notes
 
 
+def seed_candidates(configs: dict[str, dict[str, Any]]) -> list[str]:
+    """The configurations the best is chosen from for more seeds (topK and diverseK, K >= 3),
+    in plan order (ties go to the first)."""
+    return [n for n, c in configs.items() if c["kind"] in ("top", "diverse") and c["size"] >= 3]
+
+
+def train_configuration(
+    task: SearchTask,
+    rd: RunDir,
+    config: SearchConfig,
+    members: list[str],
+    out: Path,
+    steps: int,
+    seed: int,
+    held_out: tuple[Any, Any],
+    lib: Library,
+) -> dict[str, Any]:
+    """Train the base rewards plus `members` for `steps` from the run's starting policy into
+    `out` and judge it on the (validation, test) sets; returns `grpo_fitness`'s metrics. A
+    folder trained for another selection or budget is started over, never continued."""
+    want = {"members": members, "steps": steps, "seed": seed}
+    marker = out / PLAN_FILE
+    if out.exists() and (not is_regular(marker) or read_json(marker) != want):
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(marker, json.dumps(want) + "\n")
+    validation, test = held_out
+    tools = [candidate_tool(m, rd.read_source(m)) for m in members]
+    try:
+        return grpo_fitness(
+            task,
+            [*task.base_tools(), *tools],
+            GRPORun(out, steps, seed, config.grpo_backend, config.device),
+            {"test": test, "validation": validation},
+            library=lib,
+        )
+    finally:
+        for tool in tools:
+            tool.close()
+
+
 def run_ensembles(
     rundir: str | Path,
     sizes: Sequence[int] = (3, 5, 10),
@@ -168,25 +209,9 @@ def run_ensembles(
                 f"ensemble {key}: base + {len(members)} ({', '.join(members) or '-'}), {steps} steps"
             )
             out = folder / "runs" / key
-            want = {"members": members, "steps": steps, "seed": seed}
-            marker = out / PLAN_FILE
-            # A folder trained for another selection or budget must not be continued.
-            if out.exists() and (not is_regular(marker) or read_json(marker) != want):
-                shutil.rmtree(out)
-            out.mkdir(parents=True, exist_ok=True)
-            atomic_write(marker, json.dumps(want) + "\n")
-            tools = [candidate_tool(m, rd.read_source(m)) for m in members]
-            try:
-                metrics = grpo_fitness(
-                    task,
-                    [*task.base_tools(), *tools],
-                    GRPORun(out, steps, seed, config.grpo_backend, config.device),
-                    {"test": test, "validation": validation},
-                    library=lib,
-                )
-            finally:
-                for tool in tools:
-                    tool.close()
+            metrics = train_configuration(
+                task, rd, config, members, out, steps, seed, (validation, test), lib
+            )
             metrics.update(name=name, seed=seed, members=members)
             summary["runs"][key] = metrics
             rd.write_json(summary_path, summary)
@@ -195,11 +220,8 @@ def run_ensembles(
 
         for name, cfg in configs.items():
             train(name, cfg["members"], config.seed)
-        candidates = [
-            n for n, c in configs.items() if c["kind"] in ("top", "diverse") and c["size"] >= 3
-        ]
         best = max(
-            candidates,
+            seed_candidates(configs),
             key=lambda n: summary["runs"][n]["sets"]["validation"]["f1"],
             default=None,
         )
