@@ -59,7 +59,7 @@ def test_onnx_and_torch_give_the_same_vectors(
     vectors_onnx = on_onnx.encode(TEXTS)
     assert on_onnx._exported is not None and on_onnx._model is None
     onnx_identity = on_onnx.identity()
-    monkeypatch.setattr("rewardsmith.router.embedder.onnx_available", lambda: False)
+    monkeypatch.setattr(exported, "onnx_available", lambda: False)
     on_torch = MiniLMEmbedder()
     vectors_torch = on_torch.encode(TEXTS)
     assert on_torch._model is not None and on_torch._exported is None

@@ -47,9 +47,13 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 MAX_MODEL_BYTES = 1024 * 2**20
 
 
+#: What running an export imports (what a server's forkserver preloads for its workers).
+RUNTIME_MODULES = ("onnxruntime", "tokenizers")
+
+
 def onnx_available() -> bool:
     """Whether onnxruntime and tokenizers are installed (checked without importing them)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
+    return all(importlib.util.find_spec(name) is not None for name in RUNTIME_MODULES)
 
 
 def cache_folder(identity: str) -> Path:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rewardsmith.errors import MissingDependencyError
-from rewardsmith.models.exported import load_exported, onnx_available
+from rewardsmith.models import exported
 from rewardsmith.models.loading import load_model, load_tokenizer, minilm_dir
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ EMBED_BATCH = 64
 # Embeddings kept in memory by text (GRPO repeats each prompt G times per batch).
 EMBED_CACHE_SIZE = 50_000
 #: What loading the ONNX export imports (when onnxruntime is installed).
-ONNX_MODULES = ("onnxruntime", "tokenizers")
+ONNX_MODULES = exported.RUNTIME_MODULES
 #: What loading the torch model imports: a server's forkserver imports them once for its workers.
 MODEL_MODULES = (
     "torch",
@@ -45,7 +45,7 @@ MODEL_MODULES = (
 
 def model_modules() -> tuple[str, ...]:
     """What loading the model will import (a server's forkserver imports them once)."""
-    return ONNX_MODULES if onnx_available() else MODEL_MODULES
+    return ONNX_MODULES if exported.onnx_available() else MODEL_MODULES
 
 
 class MiniLMEmbedder:
@@ -79,10 +79,10 @@ class MiniLMEmbedder:
         if self._model is not None or self._exported is not None:
             return
         path = minilm_dir()
-        if onnx_available():
-            self._exported = load_exported(path, self._model_identity(), self.max_tokens)
-            if self._exported is not None:
-                return
+        # None without onnxruntime, or when the export fails: then the torch model runs
+        self._exported = exported.load_exported(path, self._model_identity(), self.max_tokens)
+        if self._exported is not None:
+            return
         try:
             import torch  # noqa: F401
             import transformers  # noqa: F401
@@ -95,7 +95,9 @@ class MiniLMEmbedder:
         """What the vectors depend on, for the exemplar cache's key: the model files (name,
         size, mtime), the torch and transformers versions, the token limit, and the runtime
         that computes them (onnxruntime and its version, or torch)."""
-        runtime = ["onnxruntime", _version("onnxruntime")] if onnx_available() else ["torch"]
+        runtime = (
+            ["onnxruntime", _version("onnxruntime")] if exported.onnx_available() else ["torch"]
+        )
         return json.dumps([json.loads(self._model_identity()), runtime, EMBED_BATCH])
 
     def _model_identity(self) -> str:
