@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -38,6 +39,23 @@ def _scores(rewards: list[Reward]) -> list[tuple[float | None, str]]:
 def test_a_stuck_step_times_out_on_the_main_thread() -> None:
     rewards = SlowScorer(ToolSpec(name="slow")).score(SAMPLES)
     assert _scores(rewards) == [(0.0, "timeout"), (1.0, "ok")]
+
+
+def test_a_timeout_swallowed_once_is_raised_again() -> None:
+    # A timer signal that lands in a gc callback or a `__del__` has its exception printed
+    # and dropped (a fresh clone's CI saw it in hypothesis's gc hook): the deadline fires again.
+    swallowed = 0
+    with pytest.raises(StepTimeout), deadline(0.05):
+        try:
+            while True:
+                sum(range(100))
+        except StepTimeout:
+            swallowed += 1  # dropped, as a gc callback would drop it
+        started = time.monotonic()
+        while time.monotonic() - started < 5:  # the step goes on
+            sum(range(100))
+        raise AssertionError("the deadline did not fire again")
+    assert swallowed == 1
 
 
 def test_a_stuck_step_times_out_off_the_main_thread() -> None:

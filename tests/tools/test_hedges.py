@@ -135,6 +135,10 @@ def test_multiple_choice_echo_of_the_options_is_no_answer() -> None:
         ("The answer is $2$ (or maybe $3$).", "2"),
         ("<answer>2</answer><answer>3</answer>", "2"),
         ("Final answer: \\frac{3}{56}/\\text{Evelyn}", "\\text{Evelyn}"),
+        # a slash in prose (math-verify reads only the fraction before \\text{...})
+        ("I think it is \\frac{14}{3}/\\text{Evelyn}.", "\\frac{14}{3}"),
+        ("I think it is \\text{Evelyn}/\\frac{14}{3}.", "\\text{Evelyn}"),
+        ("I think it is 14/\\text{Evelyn}.", "14"),
     ],
 )
 def test_math_hedges_score_zero(math_tool: MathTool, completion: str, reference: str) -> None:
@@ -156,12 +160,23 @@ def test_math_hedges_score_zero(math_tool: MathTool, completion: str, reference:
         ("<answer>\\frac{1}{2}</answer>", "0.5"),
         # reasoning before one final answer
         ("We have $2+3=5$ and $5-3=2$.\nFinal answer: $2$", "2"),
+        # a short sentence, a quotient of LaTeX read whole
+        ("So it is 5.", "5"),
+        ("It is 3.5.", "3.5"),
+        ("So it is 1,000.", "1000"),
+        ("So it is \\sqrt{51}/\\frac{14}{3}.", "\\frac{3\\sqrt{51}}{14}"),
+        ("Thus the ratio is \\frac{1}{2}/3.", "\\frac16"),
     ],
 )
 def test_math_answers_with_several_values_stay_right(
     math_tool: MathTool, completion: str, reference: str
 ) -> None:
     assert one(math_tool, completion, reference).score == 1.0
+
+
+def test_a_quotient_in_prose_is_read_whole(math_tool: MathTool) -> None:
+    # math-verify's prose reading keeps only "90": the quotient is not 90 degrees
+    assert one(math_tool, "I think it is 90^\\circ/3\\sqrt{13}.", "90^\\circ").score == 0.0
 
 
 @pytest.mark.parametrize(

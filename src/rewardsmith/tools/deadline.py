@@ -7,7 +7,9 @@ SIGALRM in threads ... the caller never hangs"). `deadline(seconds)` raises `Ste
 `BaseException`, so library code's `except Exception` handlers do not swallow it:
 
 - on the main thread, with a timer signal (`setitimer`, fractional seconds): it interrupts
-  any Python code, and C code that checks for signals. A timer the caller had set is
+  any Python code, and C code that checks for signals. It fires again every
+  `REFIRE_SECONDS` until the block stops, since a signal that lands in a gc callback or a
+  `__del__` has its exception printed and dropped there. A timer the caller had set is
   restored afterwards, less the time spent here;
 - on any other thread, where signals never arrive, with a profile hook (`sys.setprofile`,
   which is per thread): the clock is read at every function call and return, Python or C,
@@ -31,6 +33,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+# After the deadline, how often the timer signal fires again until the block has stopped.
+REFIRE_SECONDS = 0.05
 
 
 class StepTimeout(BaseException):
@@ -66,15 +71,19 @@ def deadline(seconds: float | None) -> Iterator[None]:
 def _signal_deadline(seconds: float) -> Iterator[None]:
     previous = signal.signal(signal.SIGALRM, _raise_timeout)
     started = time.monotonic()
-    caller_delay, caller_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The timer repeats: a StepTimeout raised where Python swallows exceptions (a gc
+    # callback, a `__del__`, a weakref callback only print them) is raised again.
+    caller_delay, caller_interval = signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_SECONDS)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if caller_delay > 0:
-            left = max(caller_delay - (time.monotonic() - started), 1e-3)
-            signal.setitimer(signal.ITIMER_REAL, left, caller_interval)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:  # restored even when a last firing lands here
+            signal.signal(signal.SIGALRM, previous)
+            if caller_delay > 0:
+                left = max(caller_delay - (time.monotonic() - started), 1e-3)
+                signal.setitimer(signal.ITIMER_REAL, left, caller_interval)
 
 
 @contextmanager

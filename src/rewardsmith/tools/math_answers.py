@@ -50,6 +50,8 @@ _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _LATEX_TEXT = re.compile(
     r"\\(?:text|mathrm|textbf|mbox|operatorname|begin|end)[ \t]{0,3}\{[^{}]{0,200}\}"
 )
+# Two-letter words of a sentence that no answer writes as math ("So it is 5.", "It is 3.5.").
+_SHORT_WORD = re.compile(r"(?<![\\A-Za-z])(?:[Ii][ts]|[Ss]o|[Ww]e)(?![A-Za-z])")
 _HEDGE_WORDS = frozenset({"either", "maybe", "perhaps", "possibly", "probably", "could", "might"})
 _UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
 _NUMBER_LIKE = re.compile(r"[\s\d.,+\-]+")
@@ -57,11 +59,14 @@ _NUMBER_LIKE = re.compile(r"[\s\d.,+\-]+")
 HEDGE_LINE_CHARS = 160
 _HEDGE_CONNECTIVE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|could|might)\b", re.I)
 # Where math is in a line: a number, a `$...$` or a LaTeX command.
-_MATH_TOKEN = re.compile(r"\d[\d,.]*|\$[^$]{0,200}\$|\\[A-Za-z]+|\\[\[\]()]")
-# A slash touching LaTeX: "\\sqrt{51}/\\frac{14}{3}", "x}/{y".
-_LATEX_SLASH = re.compile(r"[}\]]\s{0,3}/|/\s{0,3}\\[A-Za-z]")
+_MATH_TOKEN = re.compile(r"\d(?:[\d,.]*\d)?|\$[^$]{0,200}\$|\\[A-Za-z]+|\\[\[\]()]")
+# LaTeX in an expression: a slash in it joins LaTeX ("\\sqrt{51}/\\frac{14}{3}",
+# "90^\\circ/3\\sqrt{13}"), which math-verify's prose reading cuts at the slash.
+_LATEX = re.compile(r"\\[A-Za-z]|[{}]")
 # A word of prose (three letters or more, not a LaTeX command): where the final math starts.
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z'’]{3,}")
+# Blanks and words of prose before the final math ("it is", "so x is" is kept: x is math).
+_LEADING_WORDS = re.compile(r"(?:\s|[A-Za-z]{2,}\s)*")
 # An alternative that leads with a value ("9 if I misread it"), not with words.
 _VALUE_FIRST = re.compile(r"[$\\(\[{\-+.\d]|[A-Za-z](?![A-Za-z])")
 
@@ -92,10 +97,13 @@ class MathReading:
 
 
 def is_prose(text: str) -> bool:
-    """Whether `text` has words (three letters or more, outside LaTeX commands and
-    `\\text{}`), other than hedge words."""
-    words = _WORD.findall(_LATEX_TEXT.sub(" ", text))
-    return any(w.lower() not in _HEDGE_WORDS for w in words)
+    """Whether `text` has words (three letters or more, or a short word of a sentence: "So
+    it is 5."; outside LaTeX commands and `\\text{}`), other than hedge words."""
+    plain = _LATEX_TEXT.sub(" ", text)
+    words = _WORD.findall(plain)
+    return _SHORT_WORD.search(plain) is not None or any(
+        w.lower() not in _HEDGE_WORDS for w in words
+    )
 
 
 def _bare_value_line(line: str) -> bool:
@@ -143,7 +151,24 @@ def read_math(text: str) -> MathReading:
     if len(line) <= HEDGE_LINE_CHARS and _HEDGE_CONNECTIVE.search(line):
         items, _ = alternatives(line)
         offered = [items[0], *(i for i in items[1:] if _VALUE_FIRST.match(i))] if items else []
+    if len(offered) < 2:
+        offered = _slash_alternatives(line)
     return MathReading("prose", text, (tuple(offered),) if len(offered) > 1 else (), 0, line)
+
+
+def _latex_slash(expression: str) -> bool:
+    return "/" in expression and _LATEX.search(expression) is not None
+
+
+def _slash_alternatives(line: str) -> list[str]:
+    """The answers a slash offers in the prose's final math ("it is \\frac{14}{3}/\\text{Evelyn}":
+    math-verify reads only the fraction), as the bare reading splits them; [] for one
+    quotient ("\\sqrt{51}/\\frac{14}{3}") or no slash."""
+    span = final_expression(line)
+    if span is None or not _latex_slash(line[span[0] : span[1]]):
+        return []
+    items, _ = alternatives(line[span[0] : span[1]])
+    return items if len(items) > 1 else []
 
 
 def final_expression(line: str) -> tuple[int, int] | None:
@@ -158,10 +183,27 @@ def final_expression(line: str) -> tuple[int, int] | None:
     masked = _LATEX_TEXT.sub(lambda m: " " * len(m.group()), line)
     for word in _PROSE_WORD.finditer(masked, 0, last.start()):
         start = word.end()
-    end = last.end()
+    end = _arguments_end(line, last.end())
     while end < len(line) and line[end] in "}])$":  # the closing braces of the expression
         end += 1
-    return start + len(line[start:]) - len(line[start:].lstrip()), end
+    # short words before the math are prose too ("it is \\frac{14}{3}")
+    lead = _LEADING_WORDS.match(line, start, last.start())
+    return (lead.end() if lead else start), end
+
+
+def _arguments_end(line: str, end: int) -> int:
+    """The end of a LaTeX command's brace arguments starting at `end` ("\\text{Evelyn}"),
+    or `end` when none follows."""
+    while end < len(line) and line[end] == "{":
+        depth = 0
+        for i in range(end, len(line)):
+            depth += {"{": 1, "}": -1}.get(line[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        else:
+            return len(line)
+    return end
 
 
 def prose_answer_stands(reading: MathReading) -> bool:
@@ -183,7 +225,7 @@ def prose_quotient(reading: MathReading) -> str | None:
     if span is None:
         return None
     expression = reading.final_line[span[0] : span[1]]
-    if not _LATEX_SLASH.search(expression) or is_prose(expression):
+    if not _latex_slash(expression) or is_prose(expression):
         return None
     return as_latex(expression)
 
