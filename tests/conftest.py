@@ -5,6 +5,8 @@ test folder may have a conftest.py of its own, so `import conftest` is ambiguous
 
 from __future__ import annotations
 
+import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +31,18 @@ def _isolated_home(
     """No test reads or writes the user's ~/.rewardsmith."""
     monkeypatch.setenv("REWARDSMITH_HOME", str(tmp_path_factory.mktemp("home")))
     monkeypatch.setenv("REWARDSMITH_MODEL_CACHE", str(_shared_model_cache))
+
+
+@pytest.fixture(autouse=True)
+def _probe_seed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack corpora drawn "afresh" use one seed per test, so a run repeats; a test marked
+    `fresh_probes` (or REWARDSMITH_TEST_PROBE_SEED=fresh, to fuzz) draws as users do.
+    bench/bench_probe_sweep.py draws many seeds."""
+    chosen = os.environ.get("REWARDSMITH_TEST_PROBE_SEED", "")
+    if chosen == "fresh" or request.node.get_closest_marker("fresh_probes"):
+        return
+    seed = int(chosen) if chosen else zlib.crc32(request.node.nodeid.encode()) & 0x7FFFFFFF
+    monkeypatch.setattr("rewardsmith.exploits.corpus.fresh_seed", lambda: seed)
 
 
 @pytest.fixture

@@ -184,6 +184,7 @@ def test_a_checker_that_pays_hedges_is_rejected_by_the_hedge_probes(library: Lib
     assert report.checks["corpus"]["seed"] == 4
 
 
+@pytest.mark.fresh_probes
 def test_probes_are_drawn_afresh_each_run_and_the_seed_is_kept(library: Library) -> None:
     examples = load_examples(SYNTH_FIXTURES / "gsm8k_examples.jsonl")
     first, second = (gate_tool(library.get("gsm8k"), examples) for _ in range(2))
