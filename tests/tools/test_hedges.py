@@ -166,6 +166,14 @@ def test_math_hedges_score_zero(math_tool: MathTool, completion: str, reference:
         ("So it is 1,000.", "1000"),
         ("So it is \\sqrt{51}/\\frac{14}{3}.", "\\frac{3\\sqrt{51}}{14}"),
         ("Thus the ratio is \\frac{1}{2}/3.", "\\frac16"),
+        # LaTeX without delimiters in prose (math-verify's prose reading keeps the "3")
+        ("It is 3\\sqrt{13}.", "3\\sqrt{13}"),
+        ("Result: 3\\sqrt{13}", "3\\sqrt{13}"),
+        ("= 3\\sqrt{13}", "3\\sqrt{13}"),
+        ("The student is \\text{Evelyn}.", "\\text{Evelyn}"),
+        # thousands separators beside an equation, for a one-valued reference
+        ("x = 1,000", "1000"),
+        ("So we get $x = 1,000$.", "1000"),
     ],
 )
 def test_math_answers_with_several_values_stay_right(

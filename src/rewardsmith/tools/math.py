@@ -61,9 +61,10 @@ from rewardsmith.tools.math_answers import (
     as_latex,
     as_one,
     prose_answer_stands,
-    prose_quotient,
+    prose_latex,
     read_math,
     single_valued,
+    without_thousands,
 )
 from rewardsmith.tools.reference_shape import check_reference_kind
 from rewardsmith.tools.verifier_pool import VerifierPool
@@ -228,9 +229,10 @@ class MathTool(AnswerVerifier):
             return MathAnswer([], reading) if reading.groups else None
         if not prose_answer_stands(reading):
             return None
-        # a quotient of LaTeX whole ("\\sqrt{51}/\\frac{14}{3}"), else math-verify's reading
-        quotient = prose_quotient(reading)
-        answer = (_parse(quotient) if quotient is not None else []) or _parse(reading.text)
+        # undelimited LaTeX read whole ("3\\sqrt{13}", "\\sqrt{51}/\\frac{14}{3}"), else
+        # math-verify's reading
+        latex = prose_latex(reading)
+        answer = (_parse(latex) if latex is not None else []) or _parse(reading.text)
         if not answer:
             return None
         return MathAnswer(answer, reading)
@@ -244,13 +246,15 @@ class MathTool(AnswerVerifier):
         if len(offered) > MAX_CANDIDATES:
             return Verdict(0.0, reason=hedge_reason(offered))
         if not offered:  # prose: math-verify's reading of it
-            if verify(reference, answer.parsed, timeout_seconds=None):
+            if verify(reference, answer.parsed, timeout_seconds=None) or (
+                single_valued(reference) and self._plain_line_matches(reference, answer)
+            ):
                 return Verdict(1.0, reason="equivalent to the reference")
             return Verdict(
                 0.0, reason=f"answer {_answer_excerpt(answer.parsed)!r} differs from the reference"
             )
         if single_valued(reference):
-            if all(self._matches(reference, as_latex(c)) for c in offered):
+            if all(self._matches_one(reference, c) for c in offered):
                 return Verdict(1.0, reason="equivalent to the reference")
         elif (
             self._matches(reference, as_one(offered))
@@ -264,6 +268,20 @@ class MathTool(AnswerVerifier):
         return Verdict(
             0.0, reason=f"answer {offered[0][:ANSWER_EXCERPT_CHARS]!r} differs from the reference"
         )
+
+    def _matches_one(self, gold: Any, candidate: str) -> bool:
+        """Whether one candidate is the one-valued reference, also read with its thousands
+        separators dropped ("x = 1,000" for 1000: a set is never a one-valued answer)."""
+        plain = without_thousands(candidate)
+        return self._matches(gold, as_latex(candidate)) or (
+            plain is not None and self._matches(gold, as_latex(plain))
+        )
+
+    def _plain_line_matches(self, gold: Any, answer: MathAnswer) -> bool:
+        """Whether the prose's last line, its thousands separators dropped, is the answer
+        ("So we get $x = 1,000$." for 1000)."""
+        plain = without_thousands(answer.reading.final_line)
+        return plain is not None and bool(verify(gold, _parse(plain), timeout_seconds=None))
 
     def _matches(self, gold: Any, latex: str) -> bool:
         return bool(verify(gold, _parse(latex), timeout_seconds=None))

@@ -63,10 +63,14 @@ _MATH_TOKEN = re.compile(r"\d(?:[\d,.]*\d)?|\$[^$]{0,200}\$|\\[A-Za-z]+|\\[\[\](
 # LaTeX in an expression: a slash in it joins LaTeX ("\\sqrt{51}/\\frac{14}{3}",
 # "90^\\circ/3\\sqrt{13}"), which math-verify's prose reading cuts at the slash.
 _LATEX = re.compile(r"\\[A-Za-z]|[{}]")
+# A number with thousands separators, whole: "1,000", "12,345,678" (not "1,0001" nor "0.1,000").
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,]|\.\d)")
+_DELIMITED = re.compile(r"(?<!\\)\$|\\[\[(]")
 # A word of prose (three letters or more, not a LaTeX command): where the final math starts.
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z'’]{3,}")
-# Blanks and words of prose before the final math ("it is", "so x is" is kept: x is math).
-_LEADING_WORDS = re.compile(r"(?:\s|[A-Za-z]{2,}\s)*")
+# Blanks, "=", ":" and words of prose before the final math ("it is", "Result:", "= "; in
+# "so x is" x is math and kept).
+_LEADING_WORDS = re.compile(r"(?:[\s=:]|[A-Za-z]{2,}\s)*")
 # An alternative that leads with a value ("9 if I misread it"), not with words.
 _VALUE_FIRST = re.compile(r"[$\\(\[{\-+.\d]|[A-Za-z](?![A-Za-z])")
 
@@ -117,7 +121,7 @@ def _bare(text: str) -> tuple[str, ...] | None:
     span = fenced if fenced is not None else last_line_span(text)
     if span is None or is_prose(text[span[0] : span[1]]):
         return None
-    items, _ = alternatives(text[span[0] : span[1]])
+    items, _ = alternatives(text[span[0] : span[1]].lstrip("=: \t"))  # "= 3\\sqrt{13}"
     if not items:
         return None
     above = text[: span[0]].rstrip("\n").split("\n")[-MAX_LIST_LINES:] if fenced is None else []
@@ -217,15 +221,16 @@ def prose_answer_stands(reading: MathReading) -> bool:
     return span is not None and not negated(line, *span)
 
 
-def prose_quotient(reading: MathReading) -> str | None:
-    """The prose's final expression as LaTeX when a slash joins LaTeX in it ("it is
-    \\sqrt{51}/\\frac{14}{3}"): math-verify's prose reading would take only the part after
-    the slash, and the whole is one quotient (or two answers); None otherwise."""
+def prose_latex(reading: MathReading) -> str | None:
+    """The prose's final expression as LaTeX when it holds LaTeX without delimiters ("It is
+    3\\sqrt{13}.", "it is \\sqrt{51}/\\frac{14}{3}"): math-verify's prose reading takes
+    only a number or the part after a slash there; None otherwise (no LaTeX, or `$...$`,
+    `\\(...\\)` that math-verify reads itself)."""
     span = final_expression(reading.final_line)
     if span is None:
         return None
     expression = reading.final_line[span[0] : span[1]]
-    if not _latex_slash(expression) or is_prose(expression):
+    if _DELIMITED.search(expression) or not _LATEX.search(expression) or is_prose(expression):
         return None
     return as_latex(expression)
 
@@ -241,6 +246,13 @@ def as_latex(candidate: str) -> str:
     ):
         return candidate  # math-verify reads `$...$` itself
     return "\\boxed{" + _UNESCAPED_DOLLAR.sub("", candidate) + "}"
+
+
+def without_thousands(candidate: str) -> str | None:
+    """`candidate` with its thousands separators dropped ("x = 1,000" -> "x = 1000", which
+    math-verify would read as a set beside "x ="), or None when it has none."""
+    plain = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), candidate)
+    return plain if plain != candidate else None
 
 
 def as_one(items: Sequence[str]) -> str:
