@@ -37,6 +37,15 @@ from typing import Any
 
 from rewardsmith.sandbox.process import WorkerLost, WorkerProcess
 from rewardsmith.tools.base import Group, make_reward
+from rewardsmith.tools.verifier_messages import (
+    ItemChecked,
+    Job,
+    MessageError,
+    Ready,
+    ReferenceChecked,
+    ToolFailed,
+    read_event,
+)
 from rewardsmith.types import Reward, Status, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -239,7 +248,7 @@ class VerifierPool:
             while worker.ready and pending and len(worker.chunks) < IN_FLIGHT_CHUNKS:
                 chunk = pending.popleft()
                 try:
-                    worker.process.send([chunk.reference, chunk.texts])
+                    worker.process.send(Job(chunk.reference, chunk.texts).frame())
                 except WorkerLost:  # it died: as in `_drain`, the rest goes to the next worker
                     pending.appendleft(chunk)
                     self._lost(worker, "died", pending, results)
@@ -286,45 +295,39 @@ class VerifierPool:
         self._fail_step(worker, "error", reason, pending, results)
         self._replace(worker)
 
-    def _handle(self, worker: _Worker, event: Any, results: list[list[Reward | None]]) -> None:
+    def _handle(self, worker: _Worker, frame: Any, results: list[list[Reward | None]]) -> None:
         worker.step_started = time.monotonic()
-        kind = event[0] if isinstance(event, list) and event else None
-        if kind == "ready":
+        try:
+            event = read_event(frame, self.spec.ref)
+        except MessageError as exc:
+            raise _ProtocolError(str(exc)) from exc
+        if isinstance(event, Ready):
             worker.ready = True
             return
         if not worker.chunks:  # nothing was asked: ignore
             return
         chunk = worker.chunks[0]
-        if kind == "reference" and len(event) == 2 and isinstance(event[1], str):
+        if isinstance(event, ReferenceChecked):
             chunk.ref_done = True
-            if event[1]:
+            if event.problem:
                 for g, k in chunk.slots:
                     results[g][k] = make_reward(
-                        self.spec, None, "invalid_reference", reason=event[1]
+                        self.spec, None, "invalid_reference", reason=event.problem
                     )
                 worker.chunks.popleft()
-        elif kind == "item" and len(event) == 3 and chunk.ref_done and event[1] == chunk.done:
+        elif isinstance(event, ItemChecked) and chunk.ref_done and event.index == chunk.done:
             g, k = chunk.slots[chunk.done]
-            results[g][k] = self._reward(event[2])
+            results[g][k] = event.reward
             chunk.done += 1
             if chunk.done == len(chunk.slots):
                 worker.chunks.popleft()
-        elif kind == "failed" and len(event) == 2:
-            reason = f"tool failed: {str(event[1])[:200]}"
+        elif isinstance(event, ToolFailed):
+            reason = f"tool failed: {event.reason[:200]}"
             for g, k in chunk.slots[chunk.done :]:
                 results[g][k] = make_reward(self.spec, 0.0, "error", reason=reason)
             worker.chunks.popleft()
         else:
-            raise _ProtocolError(f"unexpected message {str(event)[:80]}")
-
-    def _reward(self, payload: Any) -> Reward:
-        """A reward the worker sent (`Reward.to_dict`), checked; stamped with our spec."""
-        if not isinstance(payload, dict):
-            raise _ProtocolError(f"bad reward: {str(payload)[:80]}")
-        try:
-            return Reward.from_dict({**payload, "tool": self.spec.ref})
-        except ValueError as exc:
-            raise _ProtocolError(f"bad reward: {exc}") from exc
+            raise _ProtocolError(f"unexpected message {str(frame)[:80]}")
 
     def _fail_step(
         self,

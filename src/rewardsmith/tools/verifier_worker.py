@@ -3,10 +3,9 @@
 Started by `rewardsmith.tools.verifier_pool` as a `rewardsmith.sandbox.process.WorkerProcess`
 (a fresh interpreter that imports this module, not the whole of rewardsmith). Its config
 names the tool (`factory` "module:Class", `spec`, `params`) and the `timeout` of each step.
-It warms the tool up, says `["ready", pid]`, then for each `[reference, completions]` it
-receives sends the events of `tool.check_group` as they happen: `["reference", problem]`,
-then `["item", index, reward]` per completion (`reward` in its JSON form, `Reward.to_dict`), or
-`["failed", reason]` when the tool itself fails (a setup error, not a bad completion).
+It warms the tool up, says `Ready`, then for each `Job` it receives sends the events of
+`tool.check_group` as they happen, or `ToolFailed` (the messages:
+`rewardsmith.tools.verifier_messages`).
 The work runs on this process's main thread, where `deadline` can interrupt each step; the
 pool kills the process when even that does not help. End of file on its input (the pool
 closed, or its process died) ends it.
@@ -22,6 +21,13 @@ from typing import Any
 from rewardsmith.sandbox.process import FrameError, recv, send
 from rewardsmith.tools.base import AnswerVerifier
 from rewardsmith.tools.deadline import StepTimeout, deadline
+from rewardsmith.tools.verifier_messages import (
+    MessageError,
+    Ready,
+    ToolFailed,
+    event_from_check,
+    read_job,
+)
 from rewardsmith.types import ToolSpec
 
 # The warm-up normally takes well under a second; it must never keep a worker from starting.
@@ -50,18 +56,16 @@ def main(in_fd: int, out_fd: int, config: dict[str, Any]) -> None:
     except (StepTimeout, Exception):  # only a speed-up: never a reason not to start
         pass
     try:
-        send(out_fd, ["ready", os.getpid()])
+        send(out_fd, Ready(os.getpid()).frame())
         while True:
-            message = recv(in_fd)
-            if message is None:
+            frame = recv(in_fd)
+            if frame is None:
                 return
-            reference, completions = message
+            job = read_job(frame)
             try:
-                for event in tool.check_group(reference, completions, timeout):
-                    if event[0] == "item":
-                        event = ("item", event[1], event[2].to_dict())
-                    send(out_fd, list(event))
+                for event in tool.check_group(job.reference, job.completions, timeout):
+                    send(out_fd, event_from_check(event).frame())
             except Exception as exc:  # the tool, not a completion: the pool says so
-                send(out_fd, ["failed", f"{type(exc).__name__}: {exc}"])
-    except (OSError, FrameError):  # the pool is gone, or spoke nonsense: nothing to do
+                send(out_fd, ToolFailed(f"{type(exc).__name__}: {exc}").frame())
+    except (OSError, FrameError, MessageError):  # the pool is gone, or spoke nonsense
         return
