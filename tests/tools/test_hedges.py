@@ -171,6 +171,11 @@ def test_math_hedges_score_zero(math_tool: MathTool, completion: str, reference:
         ("Result: 3\\sqrt{13}", "3\\sqrt{13}"),
         ("= 3\\sqrt{13}", "3\\sqrt{13}"),
         ("The student is \\text{Evelyn}.", "\\text{Evelyn}"),
+        ("The area is 3\\sqrt{13} square units.", "3\\sqrt{13}"),
+        ("Thus \\pi r^2 = 9\\pi", "9\\pi"),
+        # the last clause of a line of relations is the answer
+        ("Since \\sqrt{4} = 2, x = 2.", "2"),
+        ("Finally, x^2 = 4 so x = \\pm 2", "\\pm 2"),
         # thousands separators beside an equation, for a one-valued reference
         ("x = 1,000", "1000"),
         ("So we get $x = 1,000$.", "1000"),

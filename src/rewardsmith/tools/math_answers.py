@@ -229,10 +229,30 @@ def prose_latex(reading: MathReading) -> str | None:
     span = final_expression(reading.final_line)
     if span is None:
         return None
-    expression = reading.final_line[span[0] : span[1]]
+    expression = _last_clause(reading.final_line[span[0] : span[1]])
     if _DELIMITED.search(expression) or not _LATEX.search(expression) or is_prose(expression):
         return None
     return as_latex(expression)
+
+
+def _last_clause(expression: str) -> str:
+    """The part of `expression` after its last comma or semicolon outside brackets, or after
+    its last short word of a sentence ("so", "is"), without leading words: in "\\sqrt{4} = 2, x = 2" the answer is "x = 2"; "\\left(3, \\pi\\right)"
+    stays whole."""
+    depth, cut = 0, -1
+    for i, char in enumerate(expression):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char in ",;" and depth == 0:
+            cut = i
+    clause = expression[cut + 1 :]
+    words = list(_SHORT_WORD.finditer(clause))  # "x^2 = 4 so x = \\pm 2"
+    if words:
+        clause = clause[words[-1].end() :]
+    lead = _LEADING_WORDS.match(clause)
+    return clause[lead.end() :] if lead else clause
 
 
 def as_latex(candidate: str) -> str:
