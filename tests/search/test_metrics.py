@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from rewardsmith.search.metrics import EnsembleRun, GRPOMetrics, ProxyMetrics
+from rewardsmith.rl.stats import Interval
+from rewardsmith.search.metrics import (
+    EnsembleRun,
+    EnsembleSummary,
+    GRPOMetrics,
+    PolicyEval,
+    ProxyMetrics,
+)
 from rewardsmith.search.results import ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "search_run"
@@ -47,6 +54,98 @@ def test_ensemble_runs_read_back_as_written() -> None:
         assert typed.members == run["members"]
         validation = typed.on("validation")
         assert validation is not None and validation.f1 == run["sets"]["validation"]["f1"]
+
+
+# -- each property reads its own key (every value distinct, so a mix-up shows) ------------
+
+PROXY = {
+    "separation": 0.61,
+    "probe_payout": 0.12,
+    "fitness": 0.33,
+    "wrong_payout": 0.07,
+    "misdirection": 0.09,
+    "reference_free": True,
+    "seconds": 1.5,
+    "cpu_seconds": 1.25,
+}
+GRPO = {
+    "accuracy": 0.41,
+    "f1": 0.47,
+    "ci95": {"accuracy": [0.31, 0.51], "f1": [0.37, 0.57]},
+    "steps": 60,
+    "seconds": 12.5,
+    "cpu_seconds": 11.0,
+    "training": {"accuracy": {"first": 0.1, "last": 0.2, "change": 0.1}},
+    "sets": {"validation": {"accuracy": 0.43, "f1": 0.49, "ci95": {}}},
+}
+TESTED = {
+    "n": 12,
+    "accuracy": {"value": 0.25, "low": 0.05, "high": 0.45},
+    "f1": {"value": 0.3, "low": 0.1, "high": 0.5},
+}
+SUMMARY = {
+    "steps": 3,
+    "runs": {"top3": {**GRPO, "name": "top3", "seed": 0, "members": ["a", "b", "c"]}},
+    "notes": ["size 5: only 4 admitted candidates"],
+    "configs": {"top3": {"kind": "top", "size": 3, "members": ["a", "b", "c"]}},
+    "best": "top3",
+    "seed_spread": {"top3": {"n": 2, "mean": 0.4, "sd": 0.1, "values": [0.3, 0.5]}},
+    "test": {"top3": TESTED},
+    "mcnemar": [{"a": "base", "b": "top3", "significant": False}],
+    "indistinguishable": {"top3": ["base"]},
+    "start": {"test": {**TESTED, "n": 11}, "versus": {"top3": {"only_it": 2}}},
+}
+
+READS = [
+    # a candidate's proxy numbers
+    (ProxyMetrics, PROXY, "separation", 0.61),
+    (ProxyMetrics, PROXY, "probe_payout", 0.12),
+    (ProxyMetrics, PROXY, "fitness", 0.33),
+    (ProxyMetrics, PROXY, "wrong_payout", 0.07),
+    (ProxyMetrics, PROXY, "misdirection", 0.09),
+    (ProxyMetrics, PROXY, "reference_free", True),
+    (ProxyMetrics, PROXY, "seconds", 1.5),
+    (ProxyMetrics, PROXY, "cpu_seconds", 1.25),
+    # a GRPO run judged
+    (GRPOMetrics, GRPO, "accuracy", 0.41),
+    (GRPOMetrics, GRPO, "f1", 0.47),
+    (GRPOMetrics, GRPO, "f1_ci95", (0.37, 0.57)),
+    (GRPOMetrics, GRPO, "steps", 60),
+    (GRPOMetrics, GRPO, "seconds", 12.5),
+    (GRPOMetrics, GRPO, "cpu_seconds", 11.0),
+    (GRPOMetrics, GRPO, "training", GRPO["training"]),
+    # an ensemble configuration's run, and the whole ensembles.json
+    (EnsembleRun, SUMMARY["runs"]["top3"], "members", ["a", "b", "c"]),
+    (EnsembleSummary, SUMMARY, "steps", 3),
+    (EnsembleSummary, SUMMARY, "best", "top3"),
+    (EnsembleSummary, SUMMARY, "notes", SUMMARY["notes"]),
+    (EnsembleSummary, SUMMARY, "pairwise", SUMMARY["mcnemar"]),
+    (EnsembleSummary, SUMMARY, "indistinguishable", {"top3": ["base"]}),
+    (EnsembleSummary, SUMMARY, "seed_spread", SUMMARY["seed_spread"]),
+    (EnsembleSummary, SUMMARY, "against_start", {"top3": {"only_it": 2}}),
+]
+
+
+@pytest.mark.parametrize(("kind", "data", "name", "value"), READS)
+def test_each_property_reads_its_key(kind, data, name, value) -> None:
+    assert getattr(kind.from_dict(data), name) == value
+
+
+def test_nested_records_read_their_own_parts() -> None:
+    assert GRPOMetrics.from_dict(GRPO).on("validation") == GRPO["sets"]["validation"]
+    summary = EnsembleSummary.from_dict(SUMMARY)
+    assert summary.runs["top3"].f1 == 0.47 and summary.size("top3") == 3
+    assert summary.size("top9") == "?"
+    tested = summary.tested["top3"]
+    assert tested.accuracy == Interval(0.25, 0.05, 0.45) and tested.f1 == Interval(0.3, 0.1, 0.5)
+    assert summary.start_tested is not None and summary.start_tested["n"] == 11
+    judged = PolicyEval.from_dict(
+        {"steps": 4, "sets": {"test": {"correct": [True, False], "parseable": [True, True],
+                                       "completions": ["a", "b"]}}}
+    )  # fmt: skip
+    assert judged.steps == 4 and judged.judged_on("test") and not judged.judged_on("validation")
+    assert judged.correct("test") == [True, False] and judged.parseable("test") == [True, True]
+    assert judged.first_set() == ([True, False], ["a", "b"])
 
 
 # -- records built from partial objects, as older versions and hand-made folders hold ----

@@ -1,10 +1,12 @@
 """A run folder written by an earlier version (`tests/fixtures/search_run`, see its README)
 loads, and rewriting its run.json and results.jsonl, re-running `search ensemble` (nothing
-left to train), `search audit` and `search report` on it gives back the same bytes: old run
-folders stay readable and the files `search` writes do not change."""
+left to train), `search audit` and `search report` on it gives back the same bytes (and
+`search ensemble` prints the same table): old run folders stay readable and what `search`
+writes does not change."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -77,6 +79,16 @@ def test_search_audit_rewrites_the_same_audit(old_run: Path) -> None:
     audit = run_audit(old_run)
     assert len(audit["rewards"]) == 4
     assert _bytes(old_run, AUDIT_FILE) == _bytes(FIXTURE, AUDIT_FILE)
+
+
+def test_search_ensemble_prints_the_same_table() -> None:
+    from rich.console import Console
+
+    from rewardsmith.search.report import ensemble_table
+
+    console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
+    console.print(ensemble_table(json.loads(_bytes(FIXTURE, SUMMARY))))
+    assert console.export_text() == (FIXTURE / "ensemble_table.txt").read_text()
 
 
 def test_search_report_rewrites_the_same_page(old_run: Path) -> None:

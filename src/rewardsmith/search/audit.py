@@ -33,7 +33,7 @@ from typing import Any
 
 from rewardsmith.search.fitness import read_eval, training_trends
 from rewardsmith.search.loop import BASE_RUN
-from rewardsmith.search.metrics import EnsembleRun
+from rewardsmith.search.metrics import EnsembleSummary
 from rewardsmith.search.response_pool import load_pool
 from rewardsmith.search.results import AUDIT_FILE, ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
 from rewardsmith.search.task import run_task
@@ -92,9 +92,8 @@ def _runs_with(rd: RunDir, name: str) -> list[tuple[str, Path, int]]:
     data = read_eval(own)
     if data is not None:
         out.append((f"search run ({data.steps} steps)", own, int(data.steps)))
-    summary = rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}") or {}
-    for key, found in sorted(summary.get("runs", {}).items()):
-        run = EnsembleRun.from_dict(found)
+    summary = EnsembleSummary.from_dict(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}") or {})
+    for key, run in sorted(summary.runs.items()):
         if name in run.members:
             out.append((f"ensemble {key}", rd.path / ENSEMBLES_DIR / "runs" / key, int(run.steps)))
     return out

@@ -7,16 +7,20 @@
   `grpo_rungs`, `run.json` `start` and `baseline`;
 - `EnsembleRun`: one trained ensemble configuration (`ensembles.json` `runs`), a GRPO run
   that also names its members and seed;
+- `TestedConfiguration`: a configuration's test-set outcomes described (`search.stats`'s
+  `describe`: accuracy and F1 with bootstrap CIs), and `EnsembleSummary`, the whole
+  `ensembles/ensembles.json` as the report and the audit read it;
 - `PolicyEval`: a judged run's `eval.json` (every verdict per held-out set).
 
 Each record holds the object exactly as it was read (`from_dict`) or measured, and writes it
 back unchanged (`to_dict`: the same keys in the same order, keys a newer version adds kept),
-so a run folder reads and rewrites byte for byte. The code reads it through the typed
-properties below, which are the only place a key is spelled. A key that every version writes
-is read strictly: a record without it fails where it is read (`KeyError`), as it did when
-these were plain dicts (`search report` turns that into an `InputError`). Keys a later
-version added read as None when absent. A record is also a read-only mapping of its JSON
-(`metrics["f1"]`), for the code and tests that look at the file's form.
+so a run folder reads and rewrites byte for byte. Readers use the typed properties below,
+the one place besides the writers (`search.fitness`, `search.ensemble`) that spells a key.
+A key that every version writes is read strictly: a record without it fails where it is
+read (`KeyError`), as it did when these were plain dicts (`search report` turns that into an
+`InputError`). A key a later version added reads as unmeasured (None, or empty) when
+absent. A record is also a read-only mapping of its JSON (`metrics["f1"]`), for the code and
+tests that look at the file's form.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # imported where read: rl.stats loads numpy and scipy
+    from rewardsmith.rl.stats import Interval
 
 _R = TypeVar("_R", bound="MetricsRecord")
 
@@ -182,3 +189,80 @@ class PolicyEval(MetricsRecord):
         """(verdicts, completions) on the first set the run was judged on."""
         first = next(iter(self.data["sets"].values()))
         return list(first["correct"]), list(first["completions"])
+
+
+class TestedConfiguration(MetricsRecord):
+    """One configuration's held-out outcomes described (`search.stats.describe`): `n`, and
+    accuracy and F1 with their bootstrap 95% CIs."""
+
+    @property
+    def accuracy(self) -> Interval:
+        from rewardsmith.rl.stats import Interval
+
+        return Interval(**self.data["accuracy"])
+
+    @property
+    def f1(self) -> Interval:
+        from rewardsmith.rl.stats import Interval
+
+        return Interval(**self.data["f1"])
+
+
+class EnsembleSummary(MetricsRecord):
+    """`ensembles/ensembles.json` (`search.ensemble.run_ensembles`): the configurations
+    trained, each one's test outcomes, the best and its seed spread, the pairwise tests, and
+    the starting policy against each. Parts not written yet read as empty."""
+
+    @property
+    def steps(self) -> int | None:
+        return self.data.get("steps")
+
+    @property
+    def best(self) -> str | None:
+        """The configuration retrained with more seeds (None before it was chosen)."""
+        return self.data.get("best")
+
+    @property
+    def runs(self) -> dict[str, EnsembleRun]:
+        """Every trained run by key (`top3`, `top3@seed1`)."""
+        return {k: EnsembleRun.from_dict(v) for k, v in (self.data.get("runs") or {}).items()}
+
+    def size(self, name: str) -> Any:
+        """A configuration's planned size (`?` when not recorded)."""
+        return (self.data.get("configs") or {}).get(name, {}).get("size", "?")
+
+    @property
+    def tested(self) -> dict[str, TestedConfiguration]:
+        """Each seed-0 configuration's test outcomes, in plan order."""
+        found = self.data.get("test") or {}
+        return {k: TestedConfiguration.from_dict(v) for k, v in found.items()}
+
+    @property
+    def start_tested(self) -> TestedConfiguration | None:
+        """The starting policy's test outcomes (None when it was not judged)."""
+        found = (self.data.get("start") or {}).get("test")
+        return None if found is None else TestedConfiguration.from_dict(found)
+
+    @property
+    def against_start(self) -> dict[str, dict[str, Any]]:
+        """Each configuration against the starting policy (`search.stats.versus`)."""
+        return dict((self.data.get("start") or {}).get("versus") or {})
+
+    @property
+    def pairwise(self) -> list[dict[str, Any]]:
+        """Exact McNemar of every pair (`search.stats.pairwise`)."""
+        return list(self.data.get("mcnemar") or [])
+
+    @property
+    def indistinguishable(self) -> dict[str, list[str]]:
+        return dict(self.data.get("indistinguishable") or {})
+
+    @property
+    def seed_spread(self) -> dict[str, dict[str, Any]]:
+        """F1 over seeds of the best configuration and the base (`search.stats.spread`)."""
+        return dict(self.data.get("seed_spread") or {})
+
+    @property
+    def notes(self) -> list[str]:
+        """Sizes that could not be filled."""
+        return list(self.data.get("notes") or [])

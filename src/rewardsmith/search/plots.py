@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.report.pyplot import integer_ticks, pyplot, save_figure
-from rewardsmith.search.metrics import GRPOMetrics
+from rewardsmith.search.metrics import EnsembleSummary, GRPOMetrics
 from rewardsmith.search.results import CandidateRecord, ranked
 
 
@@ -90,23 +90,23 @@ def ranks(records: Sequence[CandidateRecord], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def ensembles(summary: dict[str, Any], path: Path) -> Path | None:
+def ensembles(summary: EnsembleSummary, path: Path) -> Path | None:
     """Test F1 of every configuration with its bootstrap 95% CI."""
-    described = summary.get("test") or {}
-    if not described:
+    f1 = {name: tested.f1 for name, tested in summary.tested.items()}
+    if not f1:
         return None
     plt = pyplot()
-    names = sorted(described, key=lambda n: described[n]["f1"]["value"])
-    values = [described[n]["f1"]["value"] for n in names]
-    low = [v - described[n]["f1"]["low"] for n, v in zip(names, values, strict=True)]
-    high = [described[n]["f1"]["high"] - v for n, v in zip(names, values, strict=True)]
+    names = sorted(f1, key=lambda n: f1[n].value)
+    values = [f1[n].value for n in names]
+    low = [v - f1[n].low for n, v in zip(names, values, strict=True)]
+    high = [f1[n].high - v for n, v in zip(names, values, strict=True)]
     colors = [
         "gray"
         if n == "base"
         else "C3"
         if n.startswith("random")
         else "C2"
-        if n == summary.get("best")
+        if n == summary.best
         else "C0"
         for n in names
     ]

@@ -32,7 +32,7 @@ from rewardsmith.plaintext import md_text
 from rewardsmith.search import plots
 from rewardsmith.search.fitness import read_eval
 from rewardsmith.search.loop import BASE_RUN, START_RUN, description
-from rewardsmith.search.metrics import EnsembleRun, GRPOMetrics
+from rewardsmith.search.metrics import EnsembleSummary, GRPOMetrics
 from rewardsmith.search.results import (
     AUDIT_FILE,
     ENSEMBLES_DIR,
@@ -55,12 +55,6 @@ REASON_CHARS = 160
 
 def _f(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _ci(d: dict[str, Any] | None) -> str:
-    if not d:
-        return "-"
-    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
 
 def fidelity_check(records: Sequence[CandidateRecord]) -> dict[str, Any]:
@@ -294,30 +288,26 @@ def _fidelity(check: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _ensembles(summary: dict[str, Any]) -> list[str]:
-    runs, described = summary.get("runs", {}), summary.get("test", {})
+def _ensembles(summary: EnsembleSummary) -> list[str]:
+    runs = summary.runs
     lines = [
         "## Ensembles",
         "",
-        f"Base rewards plus the selected candidates (element-wise sum), {summary.get('steps')} "
+        f"Base rewards plus the selected candidates (element-wise sum), {summary.steps} "
         "GRPO steps each, judged on the test set (never used to rank or select).",
         "",
         "| configuration | members | test accuracy [95% CI] | test F1 [95% CI] | validation F1 | vs start |",
         "|---|---|---|---|---|---|",
     ]
-    start = summary.get("start", {})
-    against = start.get("versus", {})
+    start, against = summary.start_tested, summary.against_start
     if start:
+        lines.append(f"| start (no GRPO) | - | {start.accuracy} | {start.f1} | - | - |")
+    for name, tested in summary.tested.items():
+        run = runs.get(name)
+        validation = run.on("validation") if run is not None else None
         lines.append(
-            f"| start (no GRPO) | - | {_ci(start['test']['accuracy'])} | {_ci(start['test']['f1'])} | - | - |"
-        )
-    for name in described:
-        run = EnsembleRun.from_dict(runs.get(name, {}))
-        validation = run.on("validation")
-        val = validation.f1 if validation is not None else None
-        lines.append(
-            f"| {name} | {', '.join(run.members) or '-'} | {_ci(described[name]['accuracy'])} | "
-            f"{_ci(described[name]['f1'])} | {_f(val)} | {_versus_cell(against.get(name))} |"
+            f"| {name} | {', '.join(run.members if run else []) or '-'} | {tested.accuracy} | "
+            f"{tested.f1} | {_f(validation.f1 if validation is not None else None)} | {_versus_cell(against.get(name))} |"
         )
     lines.append("")
     if "base" in against:
@@ -328,10 +318,9 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
             f"{_did_grpo_help(t['only_it'], t['only_reference'], t['significant'])}."
         )
         lines.append("")
-    for note in summary.get("notes", []):
+    for note in summary.notes:
         lines.append(f"- not trained: {note}")
-    best = summary.get("best")
-    tests = summary.get("mcnemar", [])
+    best, tests = summary.best, summary.pairwise
     if best:
         vs = next((t for t in tests if {t["a"], t["b"]} == {best, "base"}), None)
         if vs:
@@ -346,7 +335,7 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
                 f"{vs['p_value']:.3g}, Bonferroni ({vs['comparisons']} pairs) {vs['p_bonferroni']:.3g}: "
                 f"{verdict} at 0.05."
             )
-    for name, s in summary.get("seed_spread", {}).items():
+    for name, s in summary.seed_spread.items():
         values = ", ".join(f"{v:.3f}" for v in s["values"])
         lines.append(
             f"- seed spread of {name}: F1 {s['mean']:.3f} +- {s['sd']:.3f} (sd over {s['n']} seeds: {values})"
@@ -371,7 +360,7 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
             "| configuration | indistinguishable from |",
             "|---|---|",
         ]
-        for name, same in summary.get("indistinguishable", {}).items():
+        for name, same in summary.indistinguishable.items():
             lines.append(f"| {name} | {', '.join(same) or 'none'} |")
     lines.append("")
     return lines
@@ -433,7 +422,8 @@ def write_report(rundir: str | Path) -> Path:
 def _write_report(rd: RunDir) -> Path:
     state = shown_state(rd.read_state())
     records = [shown_record(r) for r in rd.read_records()]
-    summary = shown(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}"))
+    found = shown(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}"))
+    summary = EnsembleSummary.from_dict(found) if found else None
     audit = shown(rd.read_json(AUDIT_FILE))
     baseline = state.baseline
     check = fidelity_check(records)
@@ -476,22 +466,21 @@ def _write_report(rd: RunDir) -> Path:
     return rd.write(REPORT_FILE, "\n".join(lines))
 
 
-def ensemble_table(summary: dict[str, Any]) -> Table:
-    """The ensembles' test numbers as a terminal table."""
-    table = Table(title=f"ensembles: test set, {summary.get('steps')} GRPO steps each")
+def ensemble_table(summary: Mapping[str, Any]) -> Table:
+    """The ensembles' test numbers (`ensembles.json`'s object) as a terminal table."""
+    ens = EnsembleSummary.from_dict(summary)
+    table = Table(title=f"ensembles: test set, {ens.steps} GRPO steps each")
     for col in ("configuration", "size", "accuracy [95% CI]", "F1 [95% CI]", "vs start"):
         table.add_column(col, justify="left" if col == "configuration" else "right")
-    start = summary.get("start", {})
+    start, against = ens.start_tested, ens.against_start
     if start:
-        test = start["test"]
-        table.add_row("start (no GRPO)", "-", _ci(test["accuracy"]), _ci(test["f1"]), "-")
-    for name, d in summary.get("test", {}).items():
-        size = summary.get("configs", {}).get(name, {}).get("size", "?")
+        table.add_row("start (no GRPO)", "-", str(start.accuracy), str(start.f1), "-")
+    for name, tested in ens.tested.items():
         table.add_row(
-            name + (" (best)" if name == summary.get("best") else ""),
-            str(size),
-            _ci(d["accuracy"]),
-            _ci(d["f1"]),
-            _versus_cell(start.get("versus", {}).get(name)),
+            name + (" (best)" if name == ens.best else ""),
+            str(ens.size(name)),
+            str(tested.accuracy),
+            str(tested.f1),
+            _versus_cell(against.get(name)),
         )
     return table
