@@ -4,7 +4,9 @@ version did not write read as unmeasured, keys every version writes fail where t
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from rewardsmith.search.metrics import (
     PolicyEval,
     ProxyMetrics,
 )
-from rewardsmith.search.results import ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
+from rewardsmith.search.results import ENSEMBLES_DIR, ENSEMBLES_FILE, CandidateRecord, RunDir
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "search_run"
 
@@ -170,6 +172,13 @@ def test_a_key_every_version_writes_fails_where_it_is_read() -> None:
 def test_unknown_keys_are_kept_in_place() -> None:
     data = {"f1": 0.5, "added_later": [1, 2], "accuracy": 0.25}
     assert list(GRPOMetrics.from_dict(data).to_dict().items()) == list(data.items())
+
+
+def test_a_record_copies_and_pickles_like_the_dict_it_was() -> None:
+    record = CandidateRecord(round=1, name="a", generator="offline", proxy=PROXY, grpo=GRPO)
+    for copied in (copy.deepcopy(record), pickle.loads(pickle.dumps(record))):
+        assert copied == record and isinstance(copied.grpo, GRPOMetrics)
+        assert copied.to_dict() == record.to_dict()
 
 
 def test_a_record_that_is_not_an_object_is_refused() -> None:

@@ -67,6 +67,10 @@ class MetricsRecord(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict(self.data)!r})"
 
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        # copy, deepcopy and pickle rebuild from the object (a mappingproxy does not pickle)
+        return type(self).from_dict, (dict(self.data),)
+
 
 class ProxyMetrics(MetricsRecord):
     """Level-0 metrics of a candidate on the proxy pool (`search.fitness` says what each
