@@ -52,14 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     from rewardsmith.search.ensemble import plan, seed_candidates, train_configuration
     from rewardsmith.search.fitness import read_eval
     from rewardsmith.search.loop import SearchConfig
+    from rewardsmith.search.metrics import EnsembleRun
     from rewardsmith.search.results import ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
     from rewardsmith.search.task import run_task
 
     torch.set_num_threads(args.threads)
     sizes = [int(s) for s in args.sizes.split(",")]
     rd = RunDir(args.rundir).require()
-    state = rd.read_run()
-    config = SearchConfig.from_dict(state["config"])
+    state = rd.read_state()
+    config = SearchConfig.from_dict(state.config)
     task = run_task(state)
     records = rd.read_records()
     scores = {r.name: s["pool"] for r in records if (s := rd.proxy_scores(r.name))}
@@ -79,14 +80,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"[{time.strftime('%H:%M:%S')}] {key}: base + {members}", file=sys.stderr)
         with Library(None) as lib:
-            metrics = train_configuration(
+            trained = train_configuration(
                 task, rd, config, members, out, args.steps, seed, (validation, test), lib
             )
-        metrics.update(name=name, seed=seed, members=members)
-        atomic_write(out / PART_FILE, json.dumps(metrics) + "\n")
+        run = EnsembleRun.of(trained, name, seed, members)
+        atomic_write(out / PART_FILE, json.dumps(run.to_dict()) + "\n")
         print(
-            f"[{time.strftime('%H:%M:%S')}] {key}: test F1 {metrics['f1']:.3f}, "
-            f"accuracy {metrics['accuracy']:.3f} ({metrics['seconds']:.0f} s)",
+            f"[{time.strftime('%H:%M:%S')}] {key}: test F1 {run.f1:.3f}, "
+            f"accuracy {run.accuracy:.3f} ({run.seconds:.0f} s)",
             file=sys.stderr,
         )
     if args.merge:

@@ -33,6 +33,7 @@ from typing import Any
 
 from rewardsmith.search.fitness import read_eval, training_trends
 from rewardsmith.search.loop import BASE_RUN
+from rewardsmith.search.metrics import EnsembleSummary
 from rewardsmith.search.response_pool import load_pool
 from rewardsmith.search.results import AUDIT_FILE, ENSEMBLES_DIR, ENSEMBLES_FILE, RunDir
 from rewardsmith.search.task import run_task
@@ -90,13 +91,11 @@ def _runs_with(rd: RunDir, name: str) -> list[tuple[str, Path, int]]:
     own = rd.run_dir(name)
     data = read_eval(own)
     if data is not None:
-        out.append((f"search run ({data['steps']} steps)", own, int(data["steps"])))
-    summary = rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}") or {}
-    for key, run in sorted(summary.get("runs", {}).items()):
-        if name in run.get("members", []):
-            out.append(
-                (f"ensemble {key}", rd.path / ENSEMBLES_DIR / "runs" / key, int(run["steps"]))
-            )
+        out.append((f"search run ({data.steps} steps)", own, int(data.steps)))
+    summary = EnsembleSummary.from_dict(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}") or {})
+    for key, run in sorted(summary.runs.items()):
+        if name in run.members:
+            out.append((f"ensemble {key}", rd.path / ENSEMBLES_DIR / "runs" / key, int(run.steps)))
     return out
 
 
@@ -104,16 +103,15 @@ def _held_out(folder: Path) -> tuple[float, list[str]] | None:
     data = read_eval(folder)
     if data is None:
         return None
-    first = next(iter(data["sets"].values()))
-    correct = first["correct"]
-    return sum(correct) / max(1, len(correct)), first["completions"]
+    correct, completions = data.first_set()
+    return sum(correct) / max(1, len(correct)), completions
 
 
 def run_audit(rundir: str | Path, *, progress: Progress | None = None) -> dict[str, Any]:
     """Audit every structural candidate (see the module docstring); writes `audit.json`."""
     say = progress or (lambda msg: None)
     rd = RunDir(rundir).require()
-    task = run_task(rd.read_run())
+    task = run_task(rd.read_state())
     functions = feature_functions(task.think_tag, task.answer_tag)
     pool = load_pool(rd.path)
     right = [it for it in pool if it.correct]
@@ -123,10 +121,10 @@ def run_audit(rundir: str | Path, *, progress: Progress | None = None) -> dict[s
         held = _held_out(folder)
         data = read_eval(folder)
         if held is not None and data is not None:
-            base_runs[int(data["steps"])] = held
+            base_runs[int(data.steps)] = held
     audited = []
     for record in rd.read_records():
-        if not (record.admitted and record.proxy and record.proxy.get("reference_free")):
+        if not (record.admitted and record.proxy and record.proxy.reference_free):
             continue
         scores = rd.proxy_scores(record.name) or {"pool": []}
         low, high = record.bounds or [0.0, 1.0]
@@ -196,8 +194,8 @@ def run_audit(rundir: str | Path, *, progress: Progress | None = None) -> dict[s
             entry["warnings"].append(
                 f"pays wrong responses ({w:.3f}) at least as much as right ones ({r:.3f})"
             )
-        if record.proxy["probe_payout"] > PAYOUT_WARNING:
-            entry["warnings"].append(f"probe payout {record.proxy['probe_payout']:.3f}")
+        if record.proxy.probe_payout > PAYOUT_WARNING:
+            entry["warnings"].append(f"probe payout {record.proxy.probe_payout:.3f}")
         audited.append(entry)
         say(f"audit {record.name}: {len(entry['flags'])} flags, {len(entry['warnings'])} warnings")
     audit = {

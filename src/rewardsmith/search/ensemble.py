@@ -41,6 +41,7 @@ from rewardsmith.search.fitness import (
     starting_fitness,
 )
 from rewardsmith.search.loop import START_RUN, SearchConfig
+from rewardsmith.search.metrics import EnsembleRun, GRPOMetrics
 from rewardsmith.search.results import (
     ENSEMBLES_DIR,
     ENSEMBLES_FILE,
@@ -145,7 +146,7 @@ def train_configuration(
     seed: int,
     held_out: tuple[Any, Any],
     lib: Library,
-) -> dict[str, Any]:
+) -> GRPOMetrics:
     """Train the base rewards plus `members` for `steps` from the run's starting policy into
     `out` and judge it on the (validation, test) sets; returns `grpo_fitness`'s metrics. A
     folder trained for another selection or budget is started over, never continued."""
@@ -183,8 +184,8 @@ def run_ensembles(
     summary also written to `ensembles/ensembles.json`."""
     say = progress or (lambda msg: None)
     rd = RunDir(rundir).require()
-    state = rd.read_run()
-    config = SearchConfig.from_dict(state["config"])
+    state = rd.read_state()
+    config = SearchConfig.from_dict(state.config)
     task = run_task(state)
     validation, test = task.held_out()
     records = rd.read_records()
@@ -200,41 +201,37 @@ def run_ensembles(
     lib = Library(library)
     try:
 
-        def train(name: str, members: list[str], seed: int) -> dict[str, Any]:
+        def train(name: str, members: list[str], seed: int) -> EnsembleRun:
             key = name if seed == config.seed else f"{name}@seed{seed}"
             done = summary["runs"].get(key)
             if done and done.get("members") == members and read_eval(folder / "runs" / key):
-                return dict(done)
+                return EnsembleRun.from_dict(done)
             say(
                 f"ensemble {key}: base + {len(members)} ({', '.join(members) or '-'}), {steps} steps"
             )
             out = folder / "runs" / key
-            metrics = train_configuration(
+            trained = train_configuration(
                 task, rd, config, members, out, steps, seed, (validation, test), lib
             )
-            metrics.update(name=name, seed=seed, members=members)
-            summary["runs"][key] = metrics
+            run = EnsembleRun.of(trained, name, seed, members)
+            summary["runs"][key] = run.to_dict()
             rd.write_json(summary_path, summary)
-            say(f"ensemble {key}: test F1 {metrics['f1']:.3f}, accuracy {metrics['accuracy']:.3f}")
-            return metrics
+            say(f"ensemble {key}: test F1 {run.f1:.3f}, accuracy {run.accuracy:.3f}")
+            return run
 
         for name, cfg in configs.items():
             train(name, cfg["members"], config.seed)
-        best = max(
-            seed_candidates(configs),
-            key=lambda n: summary["runs"][n]["sets"]["validation"]["f1"],
-            default=None,
-        )
+        best = max(seed_candidates(configs), key=lambda n: _validation_f1(summary, n), default=None)
         summary["best"] = best
         spreads: dict[str, Any] = {}
         for name in [n for n in (best, "base") if n]:
-            f1s = [summary["runs"][name]["f1"]]
+            f1s = [EnsembleRun.from_dict(summary["runs"][name]).f1]
             for k in range(1, seeds):
-                f1s.append(train(name, configs[name]["members"], config.seed + k)["f1"])
+                f1s.append(train(name, configs[name]["members"], config.seed + k).f1)
             spreads[name] = spread(f1s)
         summary["seed_spread"] = spreads
         start = read_eval(folder / "runs" / START_RUN)
-        if start is None or "test" not in start["sets"]:
+        if start is None or not start.judged_on("test"):
             say("the starting policy, before GRPO: judging it on the same problems")
             starting_fitness(
                 task, {"test": test, "validation": validation}, folder / "runs" / START_RUN
@@ -255,9 +252,8 @@ def compare(folder: Path, configs: dict[str, dict[str, Any]], seed: int) -> dict
         data = read_eval(folder / "runs" / name)
         if data is None:
             continue
-        test = data["sets"]["test"]
-        outcomes[name] = test["correct"]
-        described[name] = describe(test["correct"], test["parseable"], seed)
+        outcomes[name] = data.correct("test")
+        described[name] = describe(data.correct("test"), data.parseable("test"), seed)
     tests = pairwise(outcomes)
     out: dict[str, Any] = {
         "test": described,
@@ -265,12 +261,19 @@ def compare(folder: Path, configs: dict[str, dict[str, Any]], seed: int) -> dict
         "indistinguishable": indistinguishable(list(outcomes), tests),
     }
     start = read_eval(folder / "runs" / START_RUN)
-    if start is not None and "test" in start["sets"]:
+    if start is not None and start.judged_on("test"):
         # The untrained policy: not one of the compared configurations (the Bonferroni
         # family stays the same); each configuration is tested against it on its own.
-        first = start["sets"]["test"]
         out["start"] = {
-            "test": describe(first["correct"], first["parseable"], seed),
-            "versus": versus(first["correct"], outcomes),
+            "test": describe(start.correct("test"), start.parseable("test"), seed),
+            "versus": versus(start.correct("test"), outcomes),
         }
     return out
+
+
+def _validation_f1(summary: dict[str, Any], name: str) -> float:
+    """A trained configuration's F1 on the validation problems (what picks the best)."""
+    validation = EnsembleRun.from_dict(summary["runs"][name]).on("validation")
+    if validation is None:
+        raise KeyError(f"ensemble {name} was not judged on the validation problems")
+    return validation.f1

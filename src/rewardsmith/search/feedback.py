@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rewardsmith.search.metrics import GRPOMetrics
 from rewardsmith.search.results import CandidateRecord, ranked
 
 #: Ranked candidates shown in full; the rest are counted.
@@ -37,8 +38,8 @@ class Feedback:
     rejected: list[CandidateRecord] = field(default_factory=list)
     names_used: list[str] = field(default_factory=list)
     descriptions: dict[str, str] = field(default_factory=dict)
-    #: GRPO with the base rewards alone, per step budget (`{"60": {f1, accuracy, ...}}`).
-    baseline: dict[str, dict] = field(default_factory=dict)
+    #: GRPO with the base rewards alone, per step budget (`{"60": GRPOMetrics}`).
+    baseline: dict[str, GRPOMetrics] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -62,8 +63,8 @@ class Feedback:
             lines += ["No candidates yet: this is the first round.", ""]
         for steps, m in sorted(self.baseline.items(), key=lambda kv: int(kv[0])):
             lines.append(
-                f"Base rewards alone after {steps} GRPO steps: F1 {m['f1']:.3f}, accuracy "
-                f"{m['accuracy']:.3f} (a candidate helps when it beats this)."
+                f"Base rewards alone after {steps} GRPO steps: F1 {m.f1:.3f}, accuracy "
+                f"{m.accuracy:.3f} (a candidate helps when it beats this)."
             )
         if self.baseline:
             lines.append("")
@@ -83,15 +84,18 @@ class Feedback:
             for i, r in enumerate(self.ranking[:shown], 1):
                 lines.append(
                     f"| {i} | {r.name} | {r.round} | {r.f1_text()} | "
-                    f"{_num(r.grpo, 'accuracy')} | {r.grpo['steps'] if r.grpo else '-'} | "
-                    f"{_num(r.proxy, 'separation')} | {_num(r.proxy, 'probe_payout')} | "
-                    f"{_num(r.proxy, 'wrong_payout')} | {_num(r.proxy, 'misdirection')} | "
+                    f"{_num(r.grpo.accuracy if r.grpo else None)} | "
+                    f"{r.grpo.steps if r.grpo else '-'} | "
+                    f"{_num(r.proxy.separation if r.proxy else None)} | "
+                    f"{_num(r.proxy.probe_payout if r.proxy else None)} | "
+                    f"{_num(r.proxy.wrong_payout if r.proxy else None)} | "
+                    f"{_num(r.proxy.misdirection if r.proxy else None)} | "
                     f"{_cell(self.descriptions.get(r.name, r.origin))} |"
                 )
             if len(self.ranking) > shown:
                 lines.append(f"\n({len(self.ranking) - shown} lower-ranked candidates not shown.)")
             lines.append("")
-        trained = [r for r in self.ranking if r.grpo and r.grpo.get("training")]
+        trained = [r for r in self.ranking if r.grpo and r.grpo.training]
         if trained:
             lines += [
                 "## Training statistics (mean over the first -> last fifth of the GRPO steps)",
@@ -99,7 +103,7 @@ class Feedback:
             ]
             for r in trained[:shown]:
                 assert r.grpo is not None
-                stats = r.grpo["training"]
+                stats = r.grpo.training
                 parts = [
                     f"{key.removeprefix('reward/')} {v['first']:.3g} -> {v['last']:.3g}"
                     for key, v in stats.items()
@@ -124,10 +128,9 @@ class Feedback:
         return "\n".join(lines)
 
 
-def _num(metrics: dict | None, key: str) -> str:
-    if not metrics or metrics.get(key) is None:
-        return "-"
-    return f"{metrics[key]:.3f}"
+def _num(value: float | None) -> str:
+    """A metric with 3 decimals; `-` when not measured."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _cell(text: str) -> str:

@@ -51,6 +51,7 @@ from rewardsmith.search.incentives import (
     twin_direction,
     wrong_payouts,
 )
+from rewardsmith.search.metrics import GRPOMetrics, PolicyEval, ProxyMetrics
 from rewardsmith.search.response_pool import PoolItem
 from rewardsmith.search.task import SearchTask
 from rewardsmith.tools.reward_fn import RewardFunctionTool, reward_code_report
@@ -111,7 +112,7 @@ def proxy_fitness(
     pool: Sequence[PoolItem],
     probes: Sequence[PoolItem],
     incentives: Incentives | None = None,
-) -> tuple[dict[str, Any], dict[str, list[float]]]:
+) -> tuple[ProxyMetrics, dict[str, list[float]]]:
     """Level-0 metrics (see the module docstring) and the raw scores (`pool`, `probes`, and
     with `incentives` `twin_right`, `twin_wrong`, `wrong_probes`)."""
     start = time.perf_counter()
@@ -162,7 +163,7 @@ def proxy_fitness(
     }
     if separation is None:
         metrics["note"] = "no prompt of the pool has both right and wrong responses"
-    return metrics, raw
+    return ProxyMetrics.from_dict(metrics), raw
 
 
 def _incentive_metrics(
@@ -227,11 +228,11 @@ def grpo_fitness(
     *,
     library: Any = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+) -> GRPOMetrics:
     """Train with `rewards` (summed) for `run.steps` steps, continuing the newest checkpoint
     in `run.out` when there is one, then judge the policy (greedy) on each held-out set.
-    Returns `{accuracy, f1, ci95, steps, seconds, cpu_seconds, training}` for the first set
-    (and `sets` with each set's numbers when there are several); writes `eval.json` with
+    Returns `GRPOMetrics` (`{accuracy, f1, ci95, steps, seconds, cpu_seconds, training}` for the first set
+    and `sets` with each set's numbers when there are several); writes `eval.json` with
     every completion and verdict."""
     from rewardsmith.models.checkpoints import latest_checkpoint
     from rewardsmith.rl.grpo import GRPOConfig, GRPOTrainer
@@ -277,7 +278,7 @@ def grpo_fitness(
     }
     if len(sets) > 1:
         out["sets"] = sets
-    return out
+    return GRPOMetrics.from_dict(out)
 
 
 def judge_policy(
@@ -317,7 +318,7 @@ def judge_policy(
 
 def starting_fitness(
     task: SearchTask, held_out: Mapping[str, Sequence[Any]], out: Path, device: str = "cpu"
-) -> dict[str, Any]:
+) -> GRPOMetrics:
     """The task's policy before any GRPO, judged like a trained one (`steps` 0): the point
     every GRPO run should at least hold."""
     from rewardsmith.rl.policies import load_policy
@@ -328,7 +329,7 @@ def starting_fitness(
     metrics = {**first, "steps": 0, "seconds": round(time.perf_counter() - start, 1)}
     if len(sets) > 1:
         metrics["sets"] = sets
-    return metrics
+    return GRPOMetrics.from_dict(metrics)
 
 
 def training_trends(metrics: Path) -> dict[str, dict[str, float]]:
@@ -360,10 +361,10 @@ def training_trends(metrics: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def read_eval(out: Path) -> dict[str, Any] | None:
+def read_eval(out: Path) -> PolicyEval | None:
     """A finished run's `eval.json`, or None."""
     path = out / EVAL_FILE
     if not is_regular(path):
         return None
     data = read_json(path)
-    return data if isinstance(data, dict) else None
+    return PolicyEval.from_dict(data) if isinstance(data, dict) else None

@@ -51,6 +51,7 @@ from rewardsmith.search.fitness import (
 )
 from rewardsmith.search.generator import Generator, OfflineGenerator
 from rewardsmith.search.incentives import Incentives, build_incentives
+from rewardsmith.search.metrics import GRPOMetrics
 from rewardsmith.search.program import RewardProgram
 from rewardsmith.search.response_pool import (
     POOL_FILE,
@@ -161,7 +162,7 @@ class Search:
         self.say = progress or (lambda msg: None)
         self.state: RunState = self._open_run(resume)
         # A resumed run keeps the task settings it started with (`run.json`).
-        self.task: SearchTask = run_task(self.state.to_dict()) if resume else load_task(config.task)
+        self.task: SearchTask = run_task(self.state) if resume else load_task(config.task)
         self.library = Library(library)
         self.llm_client = llm_client
         self.records: list[CandidateRecord] = self.rd.read_records()
@@ -310,10 +311,10 @@ class Search:
         record.proxy = metrics
         self._save()
         self.say(
-            f"{tag} {record.name}: proxy separation {metrics['separation']:+.3f}, probe payout "
-            f"{metrics['probe_payout']:.3f}, wrong payout {metrics.get('wrong_payout', 0):.3f}, "
-            f"misdirection {metrics.get('misdirection', 0):.3f}, fitness {metrics['fitness']:+.3f} "
-            f"({metrics['seconds']:.1f} s)"
+            f"{tag} {record.name}: proxy separation {metrics.separation:+.3f}, probe payout "
+            f"{metrics.probe_payout:.3f}, wrong payout {metrics.wrong_payout or 0:.3f}, "
+            f"misdirection {metrics.misdirection or 0:.3f}, fitness {metrics.fitness:+.3f} "
+            f"({metrics.seconds:.1f} s)"
         )
 
     # -- GRPO rungs ----------------------------------------------------------------------
@@ -322,7 +323,7 @@ class Search:
         cfg = self.config
         if not admitted:
             return
-        by_proxy = sorted(admitted, key=lambda r: (-r.proxy["fitness"] if r.proxy else 0.0, r.name))
+        by_proxy = sorted(admitted, key=lambda r: (-r.proxy.fitness if r.proxy else 0.0, r.name))
         if cfg.fidelity == "grpo":
             entrants = by_proxy
         else:
@@ -343,14 +344,10 @@ class Search:
                 keep = math.ceil(len(entrants) / cfg.eta)
                 entrants = sorted(
                     entrants,
-                    key=lambda r: (
-                        -r.grpo_rungs[rung]["f1"],
-                        -r.grpo_rungs[rung]["accuracy"],
-                        r.name,
-                    ),
+                    key=lambda r: (-r.grpo_rungs[rung].f1, -r.grpo_rungs[rung].accuracy, r.name),
                 )[:keep]
 
-    def _run(self, name: str, rewards: list[Any], steps: int) -> dict[str, Any]:
+    def _run(self, name: str, rewards: list[Any], steps: int) -> GRPOMetrics:
         run = GRPORun(
             self.rd.run_dir(name),
             steps,
@@ -374,7 +371,7 @@ class Search:
         )
         self.state.start = metrics
         self.rd.write_state(self.state)
-        self.say(f"starting policy: F1 {metrics['f1']:.3f} before GRPO")
+        self.say(f"starting policy: F1 {metrics.f1:.3f} before GRPO")
 
     def _baseline(self, steps: int) -> None:
         if str(steps) in self.state.baseline:
@@ -383,7 +380,7 @@ class Search:
         metrics = self._run(BASE_RUN, self.task.base_tools(), steps)
         self.state.baseline[str(steps)] = metrics
         self.rd.write_state(self.state)
-        self.say(f"base rewards alone: F1 {metrics['f1']:.3f} after {steps} steps")
+        self.say(f"base rewards alone: F1 {metrics.f1:.3f} after {steps} steps")
 
     def _train(self, record: CandidateRecord, steps: int, tag: str) -> None:
         self.say(f"{tag} {record.name}: GRPO to step {steps}")
@@ -395,8 +392,8 @@ class Search:
         record.grpo_rungs.append(metrics)
         record.grpo = metrics
         self._save()
-        low, high = metrics["ci95"]["f1"]
+        low, high = metrics.f1_ci95
         self.say(
-            f"{tag} {record.name}: F1 {metrics['f1']:.3f} [{low:.3f}, {high:.3f}], accuracy "
-            f"{metrics['accuracy']:.3f} after {steps} steps ({metrics['seconds']:.0f} s)"
+            f"{tag} {record.name}: F1 {metrics.f1:.3f} [{low:.3f}, {high:.3f}], accuracy "
+            f"{metrics.accuracy:.3f} after {steps} steps ({metrics.seconds:.0f} s)"
         )

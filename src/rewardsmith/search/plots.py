@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.report.pyplot import integer_ticks, pyplot, save_figure
+from rewardsmith.search.metrics import EnsembleSummary, GRPOMetrics
 from rewardsmith.search.results import CandidateRecord, ranked
 
 
@@ -22,12 +23,12 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def f1_by_round(
-    records: Sequence[CandidateRecord], baseline: dict[str, Any], path: Path
+    records: Sequence[CandidateRecord], baseline: dict[str, GRPOMetrics], path: Path
 ) -> Path | None:
     """Each GRPO-judged candidate's validation F1 by round, the round means, and the base
     rewards alone (dashed, per budget); proxy fitness when nothing was trained."""
     plt = pyplot()
-    trained = [(r.round, r.grpo["f1"]) for r in records if r.grpo]
+    trained = [(r.round, r.grpo.f1) for r in records if r.grpo]
     fig, ax = plt.subplots(figsize=(7, 4))
     rounds = sorted({r.round for r in records})
     if trained:
@@ -39,15 +40,15 @@ def f1_by_round(
         ]
         ax.plot([m[0] for m in means], [m[1] for m in means], "o-", color="C1", label="round mean")
         for steps, m in sorted(baseline.items(), key=lambda kv: int(kv[0])):
-            ax.axhline(m["f1"], linestyle="--", color="gray", linewidth=1)
-            ax.text(rounds[0], m["f1"], f" base alone, {steps} steps", fontsize=7, va="bottom")
+            ax.axhline(m.f1, linestyle="--", color="gray", linewidth=1)
+            ax.text(rounds[0], m.f1, f" base alone, {steps} steps", fontsize=7, va="bottom")
         ax.set_ylabel("held-out F1 (validation) after GRPO")
     else:
-        scored = [r for r in records if r.proxy]
+        scored = [(r.round, r.proxy.fitness) for r in records if r.proxy]
         if not scored:
             plt.close(fig)
             return None
-        ax.scatter([r.round for r in scored], [r.proxy["fitness"] for r in scored], alpha=0.5)  # type: ignore[index]
+        ax.scatter([s[0] for s in scored], [s[1] for s in scored], alpha=0.5)
         ax.set_ylabel("proxy fitness")
     ax.set_xlabel("round")
     ax.set_xticks(rounds)
@@ -76,9 +77,9 @@ def ranks(records: Sequence[CandidateRecord], path: Path) -> Path | None:
     integer_ticks(left.yaxis)
     left.set_title("Ranks (filled: GRPO-judged, hollow: proxy only)")
     left.grid(alpha=0.3)
-    both = [r for r in order if r.grpo and r.proxy]
+    both = [(r.proxy.fitness, r.grpo_rungs[0].f1) for r in order if r.grpo and r.proxy]
     if both:
-        right.scatter([r.proxy["fitness"] for r in both], [r.grpo_rungs[0]["f1"] for r in both])  # type: ignore[index]
+        right.scatter([b[0] for b in both], [b[1] for b in both])
         right.set_xlabel("proxy fitness (level 0)")
         right.set_ylabel("F1 after the first GRPO budget (level 1)")
         right.set_title("Proxy against GRPO")
@@ -89,23 +90,23 @@ def ranks(records: Sequence[CandidateRecord], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def ensembles(summary: dict[str, Any], path: Path) -> Path | None:
+def ensembles(summary: EnsembleSummary, path: Path) -> Path | None:
     """Test F1 of every configuration with its bootstrap 95% CI."""
-    described = summary.get("test") or {}
-    if not described:
+    f1 = {name: tested.f1 for name, tested in summary.tested.items()}
+    if not f1:
         return None
     plt = pyplot()
-    names = sorted(described, key=lambda n: described[n]["f1"]["value"])
-    values = [described[n]["f1"]["value"] for n in names]
-    low = [v - described[n]["f1"]["low"] for n, v in zip(names, values, strict=True)]
-    high = [described[n]["f1"]["high"] - v for n, v in zip(names, values, strict=True)]
+    names = sorted(f1, key=lambda n: f1[n].value)
+    values = [f1[n].value for n in names]
+    low = [v - f1[n].low for n, v in zip(names, values, strict=True)]
+    high = [f1[n].high - v for n, v in zip(names, values, strict=True)]
     colors = [
         "gray"
         if n == "base"
         else "C3"
         if n.startswith("random")
         else "C2"
-        if n == summary.get("best")
+        if n == summary.best
         else "C0"
         for n in names
     ]

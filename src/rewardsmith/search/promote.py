@@ -44,7 +44,7 @@ def promote(
     source = rd.read_source(name)
     audit = rd.read_json(AUDIT_FILE) or {}
     flags = next((a["flags"] for a in audit.get("rewards", []) if a["name"] == name), None)
-    reference_free = bool(record.proxy and record.proxy.get("reference_free"))
+    reference_free = bool(record.proxy and record.proxy.reference_free)
     spec = ToolSpec(
         name=tool_name,
         kind="code",
@@ -57,8 +57,8 @@ def promote(
                 "candidate": name,
                 "round": record.round,
                 "origin": record.origin,
-                "proxy": record.proxy,
-                "grpo_rungs": record.grpo_rungs,
+                "proxy": record.proxy.to_dict() if record.proxy is not None else None,
+                "grpo_rungs": [g.to_dict() for g in record.grpo_rungs],
                 "audit_flags": flags,
             }
         },

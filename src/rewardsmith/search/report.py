@@ -21,7 +21,7 @@ says (regular files only, atomic writes that never follow a planted symlink).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from rewardsmith.plaintext import md_text
 from rewardsmith.search import plots
 from rewardsmith.search.fitness import read_eval
 from rewardsmith.search.loop import BASE_RUN, START_RUN, description
+from rewardsmith.search.metrics import EnsembleSummary, GRPOMetrics
 from rewardsmith.search.results import (
     AUDIT_FILE,
     ENSEMBLES_DIR,
@@ -39,10 +40,12 @@ from rewardsmith.search.results import (
     REPORT_FILE,
     CandidateRecord,
     RunDir,
+    RunState,
     plain_name,
     ranked,
     shown,
     shown_record,
+    shown_state,
 )
 from rewardsmith.search.stats import rank_agreement, versus
 
@@ -54,25 +57,19 @@ def _f(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _ci(d: dict[str, Any] | None) -> str:
-    if not d:
-        return "-"
-    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
-
-
 def fidelity_check(records: Sequence[CandidateRecord]) -> dict[str, Any]:
     """Rank agreement of the proxy with the first GRPO budget, and what the proxy saved."""
-    both = [r for r in records if r.proxy and r.grpo_rungs]
-    first = [r.grpo_rungs[0] for r in both]
-    agreement = rank_agreement([r.proxy["fitness"] for r in both], [g["f1"] for g in first])  # type: ignore[index]
-    separation = rank_agreement([r.proxy["separation"] for r in both], [g["f1"] for g in first])  # type: ignore[index]
-    admitted = [r for r in records if r.admitted and r.proxy]
-    proxy_cpu = sum(r.proxy["cpu_seconds"] for r in admitted)  # type: ignore[index]
-    proxy_wall = sum(r.proxy["seconds"] for r in admitted)  # type: ignore[index]
-    grpo_cpu = sum(g["cpu_seconds"] for r in records for g in r.grpo_rungs)
-    grpo_wall = sum(g["seconds"] for r in records for g in r.grpo_rungs)
-    mean_first = statistics.fmean(g["cpu_seconds"] for g in first) if first else None
-    untrained = [r for r in admitted if not r.grpo_rungs]
+    both = [(r.proxy, r.grpo_rungs[0]) for r in records if r.proxy and r.grpo_rungs]
+    first = [g for _, g in both]
+    agreement = rank_agreement([p.fitness for p, _ in both], [g.f1 for g in first])
+    separation = rank_agreement([p.separation for p, _ in both], [g.f1 for g in first])
+    admitted = [(r, r.proxy) for r in records if r.admitted and r.proxy]
+    proxy_cpu = sum(p.cpu_seconds for _, p in admitted)
+    proxy_wall = sum(p.seconds for _, p in admitted)
+    grpo_cpu = sum(g.cpu_seconds for r in records for g in r.grpo_rungs)
+    grpo_wall = sum(g.seconds for r in records for g in r.grpo_rungs)
+    mean_first = statistics.fmean(g.cpu_seconds for g in first) if first else None
+    untrained = [r for r, _ in admitted if not r.grpo_rungs]
     saved = mean_first * len(untrained) - proxy_cpu if mean_first is not None else None
     return {
         "candidates": len(both),
@@ -89,11 +86,11 @@ def fidelity_check(records: Sequence[CandidateRecord]) -> dict[str, Any]:
     }
 
 
-def _settings(state: dict[str, Any]) -> list[str]:
-    cfg = state["config"]
-    task = state.get("task", {})
-    pool = state.get("pool", {})
-    held = state.get("held_out", {})
+def _settings(state: RunState) -> list[str]:
+    cfg = state.config
+    task = state.task if state.task is not None else {}
+    pool = state.pool if state.pool is not None else {}
+    held = state.held_out if state.held_out is not None else {}
     return [
         "## Settings",
         "",
@@ -105,12 +102,13 @@ def _settings(state: dict[str, Any]) -> list[str]:
         f"- proxy pool: {pool.get('responses', '?')} responses ({pool.get('right', '?')} right), "
         f"{pool.get('probes', '?')} probes; held-out: {held.get('validation', '?')} validation "
         f"(ranks candidates), {held.get('test', '?')} test (judges ensembles)",
-        f"- started {state.get('started', '?')}, finished {state.get('finished', 'not yet')}",
+        f"- started {state.started or '?'}, finished "
+        f"{state.finished if state.finished is not None else 'not yet'}",
         "",
     ]
 
 
-def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, Any]) -> list[str]:
+def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, GRPOMetrics]) -> list[str]:
     lines = [
         "## Rounds",
         "",
@@ -121,10 +119,11 @@ def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, Any]) -> lis
         mine = [r for r in records if r.round == n]
         admitted = [r for r in mine if r.admitted]
         stages = sorted(r.stage for r in mine if r.admitted is False and r.stage)
-        proxy = [r.proxy["fitness"] for r in admitted if r.proxy]
-        f1 = [r.grpo["f1"] for r in admitted if r.grpo]
-        best = max((r for r in admitted if r.grpo), key=lambda r: r.grpo["f1"], default=None)  # type: ignore[index]
-        best_text = f"{best.grpo['f1']:.3f} ({best.name})" if best and best.grpo else "-"
+        proxy = [r.proxy.fitness for r in admitted if r.proxy]
+        trained = [(r.grpo.f1, r.name) for r in admitted if r.grpo]
+        f1 = [f for f, _ in trained]
+        best = max(trained, key=lambda t: t[0], default=None)
+        best_text = f"{best[0]:.3f} ({best[1]})" if best else "-"
         lines.append(
             f"| {n} | {len(mine)} | {len(admitted)} | {len(mine) - len(admitted)}"
             f"{' (' + ', '.join(map(str, stages)) + ')' if stages else ''} | "
@@ -134,10 +133,10 @@ def _rounds(records: Sequence[CandidateRecord], baseline: dict[str, Any]) -> lis
         )
     lines.append("")
     for steps, m in sorted(baseline.items(), key=lambda kv: int(kv[0])):
-        low, high = m["ci95"]["f1"]
+        low, high = m.f1_ci95
         lines.append(
-            f"Base rewards alone after {steps} steps: F1 {m['f1']:.3f} [{low:.3f}, {high:.3f}], "
-            f"accuracy {m['accuracy']:.3f}."
+            f"Base rewards alone after {steps} steps: F1 {m.f1:.3f} [{low:.3f}, {high:.3f}], "
+            f"accuracy {m.accuracy:.3f}."
         )
     lines.append("")
     return lines
@@ -155,22 +154,20 @@ def _did_grpo_help(only_trained: int, only_start: int, significant: bool) -> str
     )
 
 
-def _start_lines(rd: RunDir, state: dict[str, Any]) -> list[str]:
+def _start_lines(rd: RunDir, state: RunState | Mapping[str, Any]) -> list[str]:
     """The untrained policy on the validation problems, and base-only at its last budget
-    against it (exact McNemar)."""
-    start = state.get("start")
-    if not start:
+    against it (exact McNemar). `state`: the run's, or `run.json`'s object."""
+    found = state.start if isinstance(state, RunState) else state.get("start")
+    if not found:
         return []
-    low, high = start["ci95"]["f1"]
-    lines = [f"Starting policy, before GRPO: F1 {start['f1']:.3f} [{low:.3f}, {high:.3f}]."]
+    start = GRPOMetrics.from_dict(found)
+    low, high = start.f1_ci95
+    lines = [f"Starting policy, before GRPO: F1 {start.f1:.3f} [{low:.3f}, {high:.3f}]."]
     before, after = read_eval(rd.run_dir(START_RUN)), read_eval(rd.run_dir(BASE_RUN))
-    if before and after and "validation" in before["sets"] and "validation" in after["sets"]:
-        test = versus(
-            before["sets"]["validation"]["correct"],
-            {"base": after["sets"]["validation"]["correct"]},
-        )["base"]
+    if before and after and before.judged_on("validation") and after.judged_on("validation"):
+        test = versus(before.correct("validation"), {"base": after.correct("validation")})["base"]
         lines[-1] += (
-            f" Base rewards alone after {after['steps']} steps against it: +{test['only_it']}/"
+            f" Base rewards alone after {after.steps} steps against it: +{test['only_it']}/"
             f"-{test['only_reference']} problems, exact McNemar p {test['p_value']:.3g}: "
             f"{_did_grpo_help(test['only_it'], test['only_reference'], test['significant'])}."
         )
@@ -182,14 +179,14 @@ def against_base(rd: RunDir, records: Sequence[CandidateRecord]) -> dict[str, An
     were last judged after the same number of steps (the base run's newest evaluation):
     `{steps, n, compared: {name: McNemar}}` (`search.stats.versus`), or {} before any."""
     base = read_eval(rd.run_dir(BASE_RUN))
-    if base is None or "validation" not in base.get("sets", {}):
+    if base is None or not base.judged_on("validation"):
         return {}
-    steps, reference = base["steps"], base["sets"]["validation"]["correct"]
+    steps, reference = base.steps, base.correct("validation")
     outcomes = {}
     for r in records:
         data = read_eval(rd.run_dir(r.name)) if r.grpo and plain_name(r.name) else None
-        if data and data["steps"] == steps and "validation" in data.get("sets", {}):
-            outcomes[r.name] = data["sets"]["validation"]["correct"]
+        if data and data.steps == steps and data.judged_on("validation"):
+            outcomes[r.name] = data.correct("validation")
     return {"steps": steps, "n": len(reference), "compared": versus(reference, outcomes)}
 
 
@@ -211,13 +208,13 @@ def _ranking(rd: RunDir, records: Sequence[CandidateRecord]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(order[:SHOWN], 1):
-        what = _description(rd, r)
+        what, p = _description(rd, r), r.proxy
         lines.append(
-            f"| {i} | {r.name} | {r.round} | {r.f1_text()} | {_f(r.grpo and r.grpo['accuracy'])} | "
-            f"{r.grpo['steps'] if r.grpo else '-'} | {_versus_cell(compared.get(r.name))} | "
-            f"{_f(r.proxy and r.proxy['separation'])} | "
-            f"{_f(r.proxy and r.proxy['probe_payout'])} | {_f(r.proxy and r.proxy.get('wrong_payout'))} | "
-            f"{_f(r.proxy and r.proxy.get('misdirection'))} | {_f(r.proxy and r.proxy['fitness'])} | {what} |"
+            f"| {i} | {r.name} | {r.round} | {r.f1_text()} | "
+            f"{_f(r.grpo.accuracy if r.grpo else None)} | {r.grpo.steps if r.grpo else '-'} | "
+            f"{_versus_cell(compared.get(r.name))} | {_f(p.separation if p else None)} | "
+            f"{_f(p.probe_payout if p else None)} | {_f(p.wrong_payout if p else None)} | "
+            f"{_f(p.misdirection if p else None)} | {_f(p.fitness if p else None)} | {what} |"
         )
     if len(order) > SHOWN:
         lines.append(f"\n{len(order) - SHOWN} more admitted candidates in results.jsonl.")
@@ -291,29 +288,26 @@ def _fidelity(check: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _ensembles(summary: dict[str, Any]) -> list[str]:
-    runs, described = summary.get("runs", {}), summary.get("test", {})
+def _ensembles(summary: EnsembleSummary) -> list[str]:
+    runs = summary.runs
     lines = [
         "## Ensembles",
         "",
-        f"Base rewards plus the selected candidates (element-wise sum), {summary.get('steps')} "
+        f"Base rewards plus the selected candidates (element-wise sum), {summary.steps} "
         "GRPO steps each, judged on the test set (never used to rank or select).",
         "",
         "| configuration | members | test accuracy [95% CI] | test F1 [95% CI] | validation F1 | vs start |",
         "|---|---|---|---|---|---|",
     ]
-    start = summary.get("start", {})
-    against = start.get("versus", {})
+    start, against = summary.start_tested, summary.against_start
     if start:
+        lines.append(f"| start (no GRPO) | - | {start.accuracy} | {start.f1} | - | - |")
+    for name, tested in summary.tested.items():
+        run = runs.get(name)
+        validation = run.on("validation") if run is not None else None
         lines.append(
-            f"| start (no GRPO) | - | {_ci(start['test']['accuracy'])} | {_ci(start['test']['f1'])} | - | - |"
-        )
-    for name in described:
-        run = runs.get(name, {})
-        val = run.get("sets", {}).get("validation", {}).get("f1")
-        lines.append(
-            f"| {name} | {', '.join(run.get('members', [])) or '-'} | {_ci(described[name]['accuracy'])} | "
-            f"{_ci(described[name]['f1'])} | {_f(val)} | {_versus_cell(against.get(name))} |"
+            f"| {name} | {', '.join(run.members if run else []) or '-'} | {tested.accuracy} | "
+            f"{tested.f1} | {_f(validation.f1 if validation is not None else None)} | {_versus_cell(against.get(name))} |"
         )
     lines.append("")
     if "base" in against:
@@ -324,10 +318,9 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
             f"{_did_grpo_help(t['only_it'], t['only_reference'], t['significant'])}."
         )
         lines.append("")
-    for note in summary.get("notes", []):
+    for note in summary.notes:
         lines.append(f"- not trained: {note}")
-    best = summary.get("best")
-    tests = summary.get("mcnemar", [])
+    best, tests = summary.best, summary.pairwise
     if best:
         vs = next((t for t in tests if {t["a"], t["b"]} == {best, "base"}), None)
         if vs:
@@ -342,7 +335,7 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
                 f"{vs['p_value']:.3g}, Bonferroni ({vs['comparisons']} pairs) {vs['p_bonferroni']:.3g}: "
                 f"{verdict} at 0.05."
             )
-    for name, s in summary.get("seed_spread", {}).items():
+    for name, s in summary.seed_spread.items():
         values = ", ".join(f"{v:.3f}" for v in s["values"])
         lines.append(
             f"- seed spread of {name}: F1 {s['mean']:.3f} +- {s['sd']:.3f} (sd over {s['n']} seeds: {values})"
@@ -367,7 +360,7 @@ def _ensembles(summary: dict[str, Any]) -> list[str]:
             "| configuration | indistinguishable from |",
             "|---|---|",
         ]
-        for name, same in summary.get("indistinguishable", {}).items():
+        for name, same in summary.indistinguishable.items():
             lines.append(f"| {name} | {', '.join(same) or 'none'} |")
     lines.append("")
     return lines
@@ -427,13 +420,14 @@ def write_report(rundir: str | Path) -> Path:
 
 
 def _write_report(rd: RunDir) -> Path:
-    state = shown(rd.read_run())
+    state = shown_state(rd.read_state())
     records = [shown_record(r) for r in rd.read_records()]
-    summary = shown(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}"))
+    found = shown(rd.read_json(f"{ENSEMBLES_DIR}/{ENSEMBLES_FILE}"))
+    summary = EnsembleSummary.from_dict(found) if found else None
     audit = shown(rd.read_json(AUDIT_FILE))
-    baseline = state.get("baseline", {})
+    baseline = state.baseline
     check = fidelity_check(records)
-    lines = [f"# Reward-function search: {state['config']['task']}", ""]
+    lines = [f"# Reward-function search: {state.config['task']}", ""]
     lines += _settings(state)
     figures: list[tuple[str, Any]] = [
         ("f1_by_round.png", lambda p: plots.f1_by_round(records, baseline, p)),
@@ -472,22 +466,21 @@ def _write_report(rd: RunDir) -> Path:
     return rd.write(REPORT_FILE, "\n".join(lines))
 
 
-def ensemble_table(summary: dict[str, Any]) -> Table:
-    """The ensembles' test numbers as a terminal table."""
-    table = Table(title=f"ensembles: test set, {summary.get('steps')} GRPO steps each")
+def ensemble_table(summary: Mapping[str, Any]) -> Table:
+    """The ensembles' test numbers (`ensembles.json`'s object) as a terminal table."""
+    ens = EnsembleSummary.from_dict(summary)
+    table = Table(title=f"ensembles: test set, {ens.steps} GRPO steps each")
     for col in ("configuration", "size", "accuracy [95% CI]", "F1 [95% CI]", "vs start"):
         table.add_column(col, justify="left" if col == "configuration" else "right")
-    start = summary.get("start", {})
+    start, against = ens.start_tested, ens.against_start
     if start:
-        test = start["test"]
-        table.add_row("start (no GRPO)", "-", _ci(test["accuracy"]), _ci(test["f1"]), "-")
-    for name, d in summary.get("test", {}).items():
-        size = summary.get("configs", {}).get(name, {}).get("size", "?")
+        table.add_row("start (no GRPO)", "-", str(start.accuracy), str(start.f1), "-")
+    for name, tested in ens.tested.items():
         table.add_row(
-            name + (" (best)" if name == summary.get("best") else ""),
-            str(size),
-            _ci(d["accuracy"]),
-            _ci(d["f1"]),
-            _versus_cell(start.get("versus", {}).get(name)),
+            name + (" (best)" if name == ens.best else ""),
+            str(ens.size(name)),
+            str(tested.accuracy),
+            str(tested.f1),
+            _versus_cell(against.get(name)),
         )
     return table

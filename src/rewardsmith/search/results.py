@@ -26,10 +26,11 @@ and a candidate's source is looked up only under a plain name (no `/`, no leadin
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from rewardsmith.errors import ConfigError, InputError
 from rewardsmith.files import atomic_write, is_regular, read_json, read_text
 from rewardsmith.jsonl import read_jsonl
 from rewardsmith.plaintext import md_text
+from rewardsmith.search.metrics import GRPOMetrics, ProxyMetrics
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
@@ -67,16 +69,33 @@ class CandidateRecord:
     admitted: bool | None = None
     stage: int | None = None
     reason: str = ""
-    proxy: dict[str, Any] | None = None
-    grpo: dict[str, Any] | None = None
-    grpo_rungs: list[dict[str, Any]] = field(default_factory=list)
+    proxy: ProxyMetrics | None = None
+    grpo: GRPOMetrics | None = None
+    grpo_rungs: list[GRPOMetrics] = field(default_factory=list)
     genome: dict[str, Any] | None = None
     parents: list[str] = field(default_factory=list)
     bounds: list[float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Metrics given as the plain objects of the file become typed records.
+        if self.proxy is not None:
+            self.proxy = ProxyMetrics.from_dict(self.proxy)
+        if self.grpo is not None:
+            self.grpo = GRPOMetrics.from_dict(self.grpo)
+        self.grpo_rungs = [GRPOMetrics.from_dict(g) for g in self.grpo_rungs]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The `results.jsonl` line's object: every field, in field order."""
+        metrics = {
+            "proxy": self.proxy.to_dict() if self.proxy is not None else None,
+            "grpo": self.grpo.to_dict() if self.grpo is not None else None,
+            "grpo_rungs": [g.to_dict() for g in self.grpo_rungs],
+        }
+        return {
+            f.name: metrics[f.name] if f.name in metrics else copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CandidateRecord:
@@ -89,34 +108,41 @@ class CandidateRecord:
         if not self.admitted:
             return (3.0, 0.0, 0.0, 0.0)
         if self.grpo is not None:
-            return (0.0, -len(self.grpo_rungs), -self.grpo["f1"], -self.grpo["accuracy"])
+            return (0.0, -len(self.grpo_rungs), -self.grpo.f1, -self.grpo.accuracy)
         if self.proxy is not None:
-            return (1.0, 0.0, -self.proxy["fitness"], -self.proxy["separation"])
+            return (1.0, 0.0, -self.proxy.fitness, -self.proxy.separation)
         return (2.0, 0.0, 0.0, 0.0)
 
     def f1_text(self) -> str:
         """The last GRPO F1 with its 95% CI, `0.340 [0.287, 0.393]`, or `-` before any."""
         if not self.grpo:
             return "-"
-        low, high = self.grpo["ci95"]["f1"]
-        return f"{self.grpo['f1']:.3f} [{low:.3f}, {high:.3f}]"
+        low, high = self.grpo.f1_ci95
+        return f"{self.grpo.f1:.3f} [{low:.3f}, {high:.3f}]"
 
 
 @dataclass
 class RunState:
-    """`run.json` in memory: a run reads it once when it opens and writes it whole after each
-    change (`RunDir.write_state`). Keys this version does not name are kept as they were."""
+    """`run.json` in memory: a command reads it once when it opens the run (`RunDir.read_state`)
+    and the search writes it whole after each change (`RunDir.write_state`, the one writer).
+    Keys this version does not name are kept as they were."""
 
     config: dict[str, Any]
     started: str = ""
     pool: dict[str, int] | None = None
     held_out: dict[str, int] | None = None
     task: dict[str, Any] | None = None
-    start: dict[str, Any] | None = None  # the starting policy's metrics, before GRPO
-    baseline: dict[str, dict[str, Any]] = field(default_factory=dict)  # steps -> metrics
+    start: GRPOMetrics | None = None  # the starting policy's metrics, before GRPO
+    baseline: dict[str, GRPOMetrics] = field(default_factory=dict)  # steps -> base-only run
     finished: str | None = None
     last_session_seconds: float | None = None
     other: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Metrics given as the plain objects of the file become typed records.
+        if self.start is not None:
+            self.start = GRPOMetrics.from_dict(self.start)
+        self.baseline = {k: GRPOMetrics.from_dict(m) for k, m in self.baseline.items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunState:
@@ -132,6 +158,10 @@ class RunState:
             value = getattr(self, f.name)
             if f.name != "other" and value is not None and value != {} and value != "":
                 out[f.name] = value
+        if "start" in out:
+            out["start"] = dict(out["start"])
+        if "baseline" in out:
+            out["baseline"] = {k: dict(m) for k, m in self.baseline.items()}
         out.update(self.other)
         return out
 
@@ -264,6 +294,11 @@ def shown(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [shown(v) for v in value]
     return value
+
+
+def shown_state(state: RunState) -> RunState:
+    """`run.json` for a report: every string in it Markdown-escaped (`shown`)."""
+    return RunState.from_dict(shown(state.to_dict()))
 
 
 def shown_record(r: CandidateRecord) -> CandidateRecord:

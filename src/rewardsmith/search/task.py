@@ -47,6 +47,7 @@ from rewardsmith.rl.prompts import (
     multitask_eval_tasks,
     testbed_eval_problems,
 )
+from rewardsmith.search.results import RunState
 from rewardsmith.synth.features import DEFAULT_ANSWER_TAG, DEFAULT_THINK_TAG
 
 #: The three protected base rewards of the search-driven paper: exact format, approximate
@@ -308,11 +309,12 @@ def load_task(spec: str) -> SearchTask:
     return SearchTask.from_dict(data, where=f"task file {path}")
 
 
-def run_task(state: Mapping[str, Any]) -> SearchTask:
+def run_task(state: RunState | Mapping[str, Any]) -> SearchTask:
     """The task a run was started with: the settings `run.json` stored, so a resumed run, its
     ensembles and its audit train exactly as the search did even after a default or the
     task file changed; `load_task` of the run's `--task` for a run that stored none yet."""
-    stored = state.get("task")
+    stored = state.task if isinstance(state, RunState) else state.get("task")
     if isinstance(stored, Mapping):
         return SearchTask.from_dict(stored, where="run.json task")
-    return load_task(state["config"]["task"])
+    config = state.config if isinstance(state, RunState) else state["config"]
+    return load_task(config["task"])
