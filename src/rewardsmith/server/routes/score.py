@@ -8,7 +8,8 @@ it calls the route's one dependency (`require_token`, with `bearer`'s reading of
 header) and the route's function, under the app's own exception handlers. So every answer
 (200, 401, 413, 422, a 500), its headers and the metrics are the ones the router would give
 (`tests/server/test_direct_score.py` sends the same requests both ways). That machinery
-was a fifth of the event loop's CPU per request (`bench/bench_server.py`).
+was most of the ASGI stack's CPU per request: measured in-process with the scoring
+stubbed, the stack took ~250 us per request through the router and ~100 us this way.
 """
 
 from __future__ import annotations
