@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -37,11 +38,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(config: ServerConfig, loop: str = "auto") -> Iterator[str]:
-    """Serve `config` with uvicorn in a thread (`loop`: uvicorn's event loop, "auto" is
-    uvloop when installed); yields the base URL once /health is 200."""
+def running_server(
+    config: ServerConfig, loop: str = "auto", app: Any | None = None
+) -> Iterator[str]:
+    """Serve `config` (or `app`, built from it) with uvicorn in a thread (`loop`: uvicorn's
+    event loop, "auto" is uvloop when installed); yields the base URL once /health is 200."""
     port = free_port()
-    app = create_app(config)
+    app = app if app is not None else create_app(config)
     server = uvicorn.Server(
         uvicorn.Config(
             app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", loop=loop
@@ -72,12 +75,18 @@ def wait_healthy(url: str, thread: threading.Thread | None = None, timeout: floa
     raise TimeoutError(f"{url} did not become healthy in {timeout} s")
 
 
-def wait_metric(url: str, name: str, minimum: float = 1.0, timeout: float = 60) -> None:
+def wait_metric(
+    url: str,
+    name: str,
+    minimum: float = 1.0,
+    timeout: float = 60,
+    headers: dict[str, str] | None = None,
+) -> None:
     """Poll /metrics until the gauge `name` is at least `minimum`: the server's own signal
     that a request is admitted or being scored, instead of a sleep that guesses it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+        for line in httpx.get(f"{url}/metrics", timeout=5, headers=headers).text.splitlines():
             if line.startswith(f"{name} ") and float(line.split()[1]) >= minimum:
                 return
         time.sleep(0.02)

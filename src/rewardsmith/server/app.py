@@ -3,7 +3,9 @@ or `rewardsmith serve`).
 
 Layers, outermost first: metrics (every request counted, refusals too), the admission gate
 (reads the body first, within the body timeout (408) and the body limit (413), then admits
-it or answers 503 when full, starting or stopping; `limits.py`), then the routers, whose dependencies check the token (401) and the batch size (413) before
+it or answers 503 when full, starting or stopping; `limits.py`), `POST /v1/score`'s direct
+path (`routes/score.py`: the route's token check and function without FastAPI's routing),
+then the routers, whose dependencies check the token (401) and the batch size (413) before
 the body is validated (422 naming each bad field). Errors are JSON `{"error", "detail"?}`.
 """
 
@@ -31,6 +33,7 @@ from rewardsmith.server.limits import Admission, AdmissionGate
 from rewardsmith.server.metrics import Metrics, MetricsMiddleware
 from rewardsmith.server.payloads import FieldError
 from rewardsmith.server.routes import health, openrlhf, score, tools
+from rewardsmith.server.routes.score import DirectScore
 from rewardsmith.server.schemas import OpenRLHFRequest, RouteRequest, ScoreRequest
 
 log = logging.getLogger(__name__)
@@ -89,6 +92,7 @@ def create_app(config: ServerConfig, scoring: ScoringEngine | None = None) -> Fa
         app.include_router(module.router)
     _add_error_handlers(app)
     _document_bodies(app, [ScoreRequest, OpenRLHFRequest, RouteRequest])
+    app.add_middleware(DirectScore)  # added first: innermost, answers POST /v1/score
     app.add_middleware(AdmissionGate, admission=admission, metrics=metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
     return app

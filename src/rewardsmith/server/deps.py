@@ -13,16 +13,18 @@ from pydantic import BaseModel, ValidationError
 from rewardsmith.server.engine import ScoringEngine
 from rewardsmith.server.schemas import BatchTooLarge, request_errors
 
-_bearer = HTTPBearer(auto_error=False, description="The server's --token, if it has one.")
+#: Reads `Authorization: Bearer T` (and documents the scheme in the OpenAPI schema).
+bearer = HTTPBearer(auto_error=False, description="The server's --token, if it has one.")
 
 
 # Dependencies are `async def`: FastAPI runs a plain `def` in a thread pool, a thread hop
 # per request for a dictionary lookup.
 async def require_token(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
-    """401 unless the request carries `Authorization: Bearer TOKEN` (when a token is set)."""
+    """401 unless the request carries `Authorization: Bearer TOKEN` (when a token is set).
+    `POST /v1/score`'s direct path (`routes.score`) calls it too, with `bearer`'s answer."""
     token: str | None = request.app.state.config.token
     if not token:
         return

@@ -45,7 +45,8 @@ class Admission:
     ready: bool = False
     stopping: bool = False
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
-    _stop: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    # The body timeouts of the requests being read: a stop ends them all at once.
+    _windows: set[asyncio.Timeout] = field(default_factory=set, repr=False)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The event loop that serves (set at startup): `begin_stopping` wakes it."""
@@ -56,12 +57,23 @@ class Admission:
         signal handler or another thread."""
         self.stopping = True
         if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._stop.set)
+            self._loop.call_soon_threadsafe(self._end_windows)
 
-    async def stopped(self) -> None:
-        """Returns once `begin_stopping` was called."""
-        if not self.stopping:
-            await self._stop.wait()
+    def watch(self, window: asyncio.Timeout) -> None:
+        """End `window` (the timeout of a body being read) at once when the server stops,
+        now or later (until `unwatch`). Call on the serving loop."""
+        self._windows.add(window)
+        if self.stopping:  # the stop came before the window was there to end
+            window.reschedule(asyncio.get_running_loop().time())
+
+    def unwatch(self, window: asyncio.Timeout) -> None:
+        self._windows.discard(window)
+
+    def _end_windows(self) -> None:
+        assert self._loop is not None
+        for window in list(self._windows):
+            if not window.expired():  # one timing out already answers 503 (stopping) too
+                window.reschedule(self._loop.time())
 
 
 class AdmissionGate:
@@ -122,40 +134,37 @@ class AdmissionGate:
     async def _read_body(self, receive: Any) -> bytes | _Refusal | None:
         """The whole body; a refusal (timeout, too large, stopping); None on disconnect."""
         gate = self.admission
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + gate.body_timeout
         parts: list[bytes] = []
         size = 0
-        stopped = asyncio.ensure_future(gate.stopped())
         try:
-            while True:
-                received = asyncio.ensure_future(receive())
-                done, _ = await asyncio.wait(
-                    {received, stopped},
-                    timeout=max(0.0, deadline - loop.time()),
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if received not in done:
-                    received.cancel()
-                    if stopped in done:
-                        return _Refusal(503, "stopping", "the server is stopping; retry shortly")
-                    message = (
-                        f"the request body did not arrive within {gate.body_timeout:g} s; send "
-                        "it at once, or raise the server's --body-timeout"
-                    )
-                    return _Refusal(408, "body_timeout", message)
-                message = received.result()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > gate.max_body_bytes:
-                    return _Refusal(413, "body", _too_large(gate.max_body_bytes))
-                parts.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(parts)
-        finally:
-            stopped.cancel()
+            # One timer for the whole body, ended early by a stop (`Admission._end_windows`):
+            # no task per chunk (this runs for every scoring request).
+            async with asyncio.timeout(gate.body_timeout) as window:
+                gate.watch(window)
+                try:
+                    while True:
+                        message = await receive()
+                        if message["type"] == "http.disconnect":
+                            return None
+                        chunk = message.get("body", b"")
+                        size += len(chunk)
+                        if size > gate.max_body_bytes:
+                            return _Refusal(413, "body", _too_large(gate.max_body_bytes))
+                        parts.append(chunk)
+                        if not message.get("more_body", False):
+                            return b"".join(parts)
+                finally:
+                    gate.unwatch(window)
+        except TimeoutError:
+            if not window.expired():  # not this body's timeout: nothing to answer for
+                raise
+            if gate.stopping:
+                return _Refusal(503, "stopping", "the server is stopping; retry shortly")
+            message = (
+                f"the request body did not arrive within {gate.body_timeout:g} s; send "
+                "it at once, or raise the server's --body-timeout"
+            )
+            return _Refusal(408, "body_timeout", message)
 
     async def _refuse(self, send: Any, status: int, reason: str, message: str) -> None:
         self.metrics.rejected.labels(reason).inc()

@@ -66,11 +66,28 @@ class Metrics:
         self.restarts = Gauge(
             "rewardsmith_worker_restarts_total", "Workers killed and replaced", registry=r
         )
+        # Labelled series looked up once each (`labels()` takes a lock and builds a key:
+        # per request, that was a measurable share of the event loop's time).
+        self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._reward_series: dict[tuple[str, str], Any] = {}
+
+    def count_request(self, route: str, method: str, code: int, seconds: float) -> None:
+        """Count one HTTP request by route template, method and status, and time it."""
+        key = (route, method, code)
+        series = self._request_series.get(key)
+        if series is None:
+            series = (self.requests.labels(route, method, str(code)), self.latency.labels(route))
+            self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def observe_counts(self, counts: dict[tuple[str, str], int], deadline_timeouts: int) -> None:
         """Count a request's rewards: (tool, status) -> how many."""
-        for (tool, status), n in counts.items():
-            self.rewards.labels(tool, status).inc(n)
+        for key, n in counts.items():
+            series = self._reward_series.get(key)
+            if series is None:
+                series = self._reward_series[key] = self.rewards.labels(*key)
+            series.inc(n)
         tool_timeouts = counts_total(counts, "timeout") - deadline_timeouts
         if deadline_timeouts:
             self.timeouts.labels("deadline").inc(deadline_timeouts)
@@ -118,8 +135,8 @@ class MetricsMiddleware:
             self.metrics.in_flight.dec()
             route = scope.get("route")
             path = getattr(route, "path", None) or _known_path(scope.get("path", ""))
-            self.metrics.requests.labels(path, scope.get("method", ""), str(status["code"])).inc()
-            self.metrics.latency.labels(path).observe(time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
+            self.metrics.count_request(path, scope.get("method", ""), status["code"], elapsed)
 
 
 _PATHS = ("/v1/score", "/v1/openrlhf", "/v1/route", "/v1/tools", "/health", "/metrics")

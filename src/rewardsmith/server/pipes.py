@@ -21,8 +21,10 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-# Bytes per read from the pipe.
-READ_CHUNK = 1 << 20
+# Bytes per read from the pipe: a socket buffer's worth. A larger read costs more than it
+# saves: Python allocates the whole chunk for every read, and 1 MiB came from mmap with page
+# faults (~25 us per reply read, against ~3 us for 64 KiB); a large reply takes a few reads.
+READ_CHUNK = 1 << 16
 _SHORT = struct.Struct("!i")
 _LONG = struct.Struct("!Q")
 
@@ -45,7 +47,9 @@ class AsyncPipe:
         data = ForkingPickler.dumps(obj)
         size = len(data)
         header = _SHORT.pack(size) if size <= 0x7FFFFFFF else _SHORT.pack(-1) + _LONG.pack(size)
-        view = memoryview(header + bytes(data))
+        frame = bytearray(header)
+        frame += data  # one copy of the pickle (a job carries the whole request body)
+        view = memoryview(frame)
         while view:
             try:
                 written = os.write(self.fd, view)

@@ -308,23 +308,20 @@ class WorkerPool:
         worker = await self._acquire(deadline)
         if worker is None:
             return Reply("busy")
-        start = time.monotonic()
-        budget = max(0.0, (deadline - start) * run_fraction)
+        budget = max(0.0, (deadline - time.monotonic()) * run_fraction)
         self.busy += 1
-        future = asyncio.ensure_future(worker.exchange(job))
         try:
-            done, _ = await asyncio.wait({future}, timeout=budget)
+            # A timeout around the exchange, not a task and a wait: this runs per request.
+            async with asyncio.timeout(budget):
+                reply = await worker.exchange(job)
+        except TimeoutError:
+            self._discard(worker)  # the exchange stopped listening to the pipe first
+            return Reply("timeout")
         except asyncio.CancelledError:
-            future.cancel()  # stop listening to the pipe before the worker is killed
             self._discard(worker)
             raise
         finally:
             self.busy -= 1
-        if not done:
-            future.cancel()
-            self._discard(worker)
-            return Reply("timeout")
-        reply = future.result()
         if reply.kind == "died":
             self._discard(worker)
         else:
@@ -353,14 +350,14 @@ class WorkerPool:
         waiter: asyncio.Future[_Worker] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
-            done, _ = await asyncio.wait({waiter}, timeout=max(0.0, deadline - time.monotonic()))
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                return await waiter
+        except TimeoutError:
+            self._give_back(waiter)  # a worker handed over as the time ran out goes back
+            return None
         except asyncio.CancelledError:
             self._give_back(waiter)
             raise
-        if not done:
-            self._give_back(waiter)
-            return None
-        return waiter.result() if not waiter.cancelled() else None
 
     def _give_back(self, waiter: asyncio.Future[_Worker]) -> None:
         """A waiter leaves: out of the line, and a worker it was just handed goes back."""
