@@ -26,6 +26,7 @@ from rewardsmith.library.store import Library, parse_tool_ref
 from rewardsmith.rollout_log import RolloutLog
 from rewardsmith.router.embedder import model_modules
 from rewardsmith.server.config import ServerConfig
+from rewardsmith.server.jobs import Reply, RequestJob, RouteJob, TaskMap, score_job
 from rewardsmith.server.payloads import (
     Counts,
     FieldError,
@@ -38,13 +39,7 @@ from rewardsmith.server.payloads import (
     render,
     request_rows,
 )
-from rewardsmith.server.workers import (
-    Reply,
-    ScorerSpec,
-    TaskMap,
-    WorkerPool,
-    score_job,
-)
+from rewardsmith.server.workers import ScorerSpec, WorkerPool
 from rewardsmith.types import Reward, Sample
 
 # The whole batch gets this share of the time to the deadline; per-sample scoring the rest.
@@ -179,7 +174,7 @@ class ScoringEngine:
         the server cannot take."""
         deadline = time.monotonic() + self.config.deadline_seconds
         reply = await self.pool.call(
-            ("request", kind, body, task, url_tool), deadline, run_fraction=SPLIT_FRACTION
+            RequestJob(kind, body, task, url_tool), deadline, run_fraction=SPLIT_FRACTION
         )
         if reply.kind == "ok":
             if isinstance(reply.value, RequestProblem):
@@ -226,7 +221,7 @@ class ScoringEngine:
         if not samples:
             return []
         deadline = time.monotonic() + self.config.deadline_seconds
-        reply = await self.pool.call(("route", list(samples)), deadline)
+        reply = await self.pool.call(RouteJob(list(samples)), deadline)
         if reply.kind == "ok":
             return list(reply.value)
         self._raise_for(reply)

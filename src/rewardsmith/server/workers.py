@@ -29,13 +29,22 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Literal
+from typing import Any
 
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.library.store import Library
 from rewardsmith.rollout_log import RolloutLog
-from rewardsmith.samples import sample_from_dict, sample_to_dict
+from rewardsmith.samples import sample_from_dict
 from rewardsmith.scoring import Scorer
+from rewardsmith.server.jobs import (
+    Job,
+    Reply,
+    RequestJob,
+    RouteJob,
+    ScoreJob,
+    TaskMap,
+    WarmJob,
+)
 from rewardsmith.server.payloads import (
     FieldError,
     RequestProblem,
@@ -66,9 +75,6 @@ MAX_SCORERS_PER_WORKER = 16
 # Modules the forkserver imports once, so every worker starts with them loaded.
 PRELOAD = ["rewardsmith.server.workers", "rewardsmith.tools.gsm8k", "rewardsmith.tools.math"]
 
-TaskMap = tuple[tuple[str, str], ...]
-ReplyKind = Literal["ok", "config", "field", "error", "timeout", "died", "busy"]
-
 
 @dataclass(frozen=True)
 class ScorerSpec:
@@ -89,15 +95,6 @@ class ScorerSpec:
     max_batch: int = 10_000
     #: The rollout file every scored request is appended to (`serve --request-log`; "": none).
     request_log: str = ""
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A worker's answer, or why there is none: `timeout` (killed at the deadline), `died`
-    (the process crashed), `busy` (no worker was free before the deadline)."""
-
-    kind: ReplyKind
-    value: Any = None
 
 
 def _main_module() -> list[str]:
@@ -154,26 +151,26 @@ class _Scorers:
         self._scorers.move_to_end(key)
         return scorer
 
-    def run(self, job: tuple[Any, ...]) -> Any:
-        kind = job[0]
-        if kind == "score":
-            _, items, tool, task_map = job
-            samples = [sample_from_dict(item) for item in items]
-            return [r.to_dict() for r in self.scorer(tool, task_map).score(samples).rewards]
-        if kind == "request":
-            _, body_kind, body, task, url_tool = job
-            parsed = parse(body_kind, body, self.library, self.spec.max_batch, task, url_tool)
+    def run(self, job: Job) -> Any:
+        if isinstance(job, RequestJob):
+            parsed = parse(
+                job.body_kind, job.body, self.library, self.spec.max_batch, job.task, job.url_tool
+            )
             if isinstance(parsed, RequestProblem):
                 return parsed
             rewards = self.scorer(parsed.tool, parsed.task_map).score(parsed.samples).rewards
             if self.request_log is not None:
-                self.request_log.write(request_rows(body_kind, parsed.samples, rewards))
-            return render(body_kind, rewards), counts(rewards)
-        if kind == "route":
-            return [d.to_dict() for d in self.scorer(None, None).router.route(job[1])]
-        if kind == "warm":
+                self.request_log.write(request_rows(job.body_kind, parsed.samples, rewards))
+            return render(job.body_kind, rewards), counts(rewards)
+        if isinstance(job, ScoreJob):
+            samples = [sample_from_dict(item) for item in job.items]
+            scorer = self.scorer(job.tool, job.task_map)
+            return [r.to_dict() for r in scorer.score(samples).rewards]
+        if isinstance(job, RouteJob):
+            return [d.to_dict() for d in self.scorer(None, None).router.route(job.samples)]
+        if isinstance(job, WarmJob):
             return self.warm()
-        raise ValueError(f"unknown job {kind!r}")
+        raise ValueError(f"unknown job {type(job).__name__}")
 
     def warm(self) -> bool:
         """Build the default scorer and start its tools, so the first request is not slow."""
@@ -239,7 +236,7 @@ class _Worker:
         child.close()
         self.pipe = AsyncPipe(parent)
 
-    async def exchange(self, job: tuple[Any, ...]) -> Reply:
+    async def exchange(self, job: Job) -> Reply:
         """Send a job and read its answer (on the event loop; never blocks it)."""
         try:
             await self.pipe.send(job)
@@ -301,7 +298,7 @@ class WorkerPool:
         """Start every worker and warm it; raises if a worker cannot build its scorer."""
         await asyncio.gather(*(self._add_worker(raise_errors=True) for _ in range(self.size)))
 
-    async def call(self, job: tuple[Any, ...], deadline: float, run_fraction: float = 1.0) -> Reply:
+    async def call(self, job: Job, deadline: float, run_fraction: float = 1.0) -> Reply:
         """Run `job` on a worker. Waits for a free one until `deadline` (`time.monotonic()`),
         then lets it run until `run_fraction` of the time left; a worker past that is killed
         and replaced (`timeout`)."""
@@ -392,7 +389,7 @@ class WorkerPool:
         loop = asyncio.get_running_loop()
         while not self._closed:
             worker = await loop.run_in_executor(self._threads, _Worker, self._ctx, self.spec)
-            warm = asyncio.ensure_future(worker.exchange(("warm",)))
+            warm = asyncio.ensure_future(worker.exchange(WarmJob()))
             done, _ = await asyncio.wait({warm}, timeout=STARTUP_TIMEOUT_SECONDS)
             if not done:
                 warm.cancel()
@@ -410,12 +407,3 @@ class WorkerPool:
                 raise RewardsmithError(message)
             log.error("%s; retrying in 1 s", message)
             await asyncio.sleep(1.0)
-
-
-def score_job(
-    samples: Sequence[Sample], tool: str | None, task_map: TaskMap | None
-) -> tuple[Any, ...]:
-    """The job that scores `samples` (None tool and task map: the server's defaults; the
-    fallback path's, one sample a job). Samples cross the pipe in their JSON form
-    (`samples.sample_to_dict`) and rewards come back in theirs (`Reward.to_dict`)."""
-    return ("score", [sample_to_dict(s) for s in samples], tool, task_map)
