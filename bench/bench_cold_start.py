@@ -68,10 +68,10 @@ def time_score(env: dict[str, str], out: Path, tool: str | None) -> float:
     return time.perf_counter() - start
 
 
-def _time_code(env: dict[str, str], code: str) -> float:
-    """Seconds for a fresh `python -c code`, start to exit."""
+def _time_code(env: dict[str, str], code: str, *args: str) -> float:
+    """Seconds for a fresh `python -c code args...`, start to exit."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    subprocess.run([sys.executable, "-c", code, *args], env=env, check=True)
     return time.perf_counter() - start
 
 
@@ -82,15 +82,20 @@ def time_model_load(env: dict[str, str]) -> float:
     return _time_code(env, code)
 
 
-# What the router embeds of the file: each distinct prompt group's text, once.
-EMBED_PROMPTS = f"""
-import json
-from rewardsmith.router.embedded import MiniLMEmbedder
+# What the router embeds of the file: each distinct prompt group's text, once (written to
+# a file by an untimed process: reading features imports what routing needs besides MiniLM).
+PROMPT_TEXTS = f"""
+import json, sys
 from rewardsmith.router.features import sample_features
 from rewardsmith.samples import as_samples
 lines = open({str(EXAMPLES)!r}, encoding="utf-8").read().splitlines()
 texts = sorted({{sample_features(s).text for s in as_samples([json.loads(x) for x in lines])}})
-MiniLMEmbedder().encode(texts)
+json.dump(texts, open(sys.argv[1], "w"))
+"""
+EMBED_PROMPTS = """
+import json, sys
+from rewardsmith.router.embedded import MiniLMEmbedder
+MiniLMEmbedder().encode(json.load(open(sys.argv[1])))
 """
 # The math tool's worker pool started and stopped (each worker imports math-verify, warms up).
 START_MATH = "from rewardsmith.tools.math import MathTool; t = MathTool(); t.start(); t.close()"
@@ -141,8 +146,10 @@ def measure_round(
     env: dict[str, str], out: Path, times: dict[str, list[float]], serve: bool, workers: int
 ) -> None:
     """One measurement of every command, for one source tree."""
+    texts = out.with_name("prompt_texts.json")
+    subprocess.run([sys.executable, "-c", PROMPT_TEXTS, str(texts)], env=env, check=True)
     times["model"].append(time_model_load(env))
-    times["embed"].append(_time_code(env, EMBED_PROMPTS))
+    times["embed"].append(_time_code(env, EMBED_PROMPTS, str(texts)))
     times["math"].append(_time_code(env, START_MATH))
     times["single"].append(time_score(env, out, SINGLE_TOOL))
     times["routed"].append(time_score(env, out, None))
