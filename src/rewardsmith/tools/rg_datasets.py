@@ -17,17 +17,20 @@ when its own module is imported, so only that module is needed:
   `__file__`) whose code has not run yet. The module's own imports (`factory`, `coaching`,
   its data files) run as usual, now or when its scorer needs them. The dataset must then be
   in that import's `factory.DATASETS`, else the package is imported whole.
-- **Complete on first use**: anything else that looks up a name such a package lacks
-  (`reasoning_gym.create_dataset`, `from reasoning_gym import algebra`, `__version__`) first
-  runs the pending `__init__` files, innermost first, so the rest of the process sees an
-  ordinary, whole `reasoning_gym` (the modules already imported are reused: each dataset is
-  registered once).
+- **Complete on first use**: a submodule looked up on such a package (`from reasoning_gym
+  import utils`) is imported, as that statement does; any other name it lacks
+  (`reasoning_gym.create_dataset`, `__version__`) first imports the package whole, in its
+  own order, so the rest of the process sees an ordinary, whole `reasoning_gym` (the modules
+  already imported are reused: each dataset is registered once). A dataset whose module
+  cannot be imported alone (`acre`'s imports form a cycle only the package's order resolves)
+  is read from the whole package.
 - **Once the package is imported whole** (by the index, by a caller, or by a user who
   registered datasets of their own), its registry is the one used, as before.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.machinery
@@ -203,7 +206,8 @@ def _import_alone(module: str) -> Any:
 
 def _pending_package(name: str) -> None:
     """Put package `name` in `sys.modules` as the module object an import would make, with
-    its `__init__` not run yet (run by `_complete` on the first name it lacks); nothing when
+    its `__init__` not run yet (`_complete` imports the package whole on the first name it
+    lacks that is no submodule); nothing when
     the package is imported already."""
     if name in sys.modules:
         return
@@ -215,6 +219,10 @@ def _pending_package(name: str) -> None:
     def __getattr__(attr: str) -> Any:  # noqa: N807 (the module attribute hook's name)
         if attr.startswith("__") and attr != "__version__" and attr != "__all__":
             raise AttributeError(attr)  # probes (`__wrapped__`...) do not import everything
+        if importlib.util.find_spec(f"{name}.{attr}") is not None:
+            # a submodule (`from reasoning_gym import utils` in a dataset's module): import
+            # it, as that statement does; it needs no other module's __init__
+            return importlib.import_module(f"{name}.{attr}")
         with _lock:
             if name in _pending:
                 _complete()
@@ -231,15 +239,23 @@ def _pending_package(name: str) -> None:
 
 
 def _complete() -> None:
-    """Run every pending package's `__init__`, innermost first: reasoning-gym is then
-    imported whole, as `import reasoning_gym` would have."""
+    """Import reasoning-gym whole, as `import reasoning_gym` does: the pending packages are
+    dropped and the package imported in its own order (its modules import each other in a
+    cycle that only that order resolves); the modules imported already are reused, so each
+    dataset is registered once. Code that kept a pending package reads the real one."""
     with _lock:
-        for name in sorted(_pending, key=lambda n: -n.count(".")):
-            package = _pending.pop(name)
-            del package.__dict__["__getattr__"]
-            assert package.__spec__ is not None and package.__spec__.loader is not None
-            try:
-                package.__spec__.loader.exec_module(package)
-            except BaseException:  # as a failed import: the next one starts over
-                sys.modules.pop(name, None)
-                raise
+        pending = dict(_pending)
+        _pending.clear()
+        for name in pending:
+            sys.modules.pop(name, None)
+        importlib.import_module(PACKAGE)
+        # an import binds each submodule on its package when it loads it; those loaded under
+        # a pending package are bound on the real one (`reasoning_gym.factory`)
+        for name in sorted(n for n in sys.modules if n.startswith(PACKAGE + ".")):
+            parent, _, child = name.rpartition(".")
+            module, above = sys.modules[name], sys.modules.get(parent)
+            if isinstance(above, types.ModuleType) and child not in vars(above):
+                setattr(above, child, module)
+        for name, package in pending.items():
+            real = importlib.import_module(name)
+            package.__dict__["__getattr__"] = functools.partial(getattr, real)
