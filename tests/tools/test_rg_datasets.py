@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import reasoning_gym
 
 from rewardsmith.tools.reasoning_gym import ReasoningGymTool
@@ -52,6 +53,7 @@ for case in cases:
     out["scores"].append([r.score for r in tool.score(samples)])
     if case["light"]:
         out["heavy"] += [m for m in ("matplotlib", "sympy", "cellpylib") if m in sys.modules]
+import pytest
 import reasoning_gym
 out["version"] = reasoning_gym.__version__
 out["registered"] = len(reasoning_gym.factory.DATASETS)
@@ -127,3 +129,42 @@ def test_an_index_that_does_not_fit_is_not_trusted(tmp_path: Path) -> None:
         else:
             path.write_text(json.dumps({"key": _index_key(), "index": planted}))
         assert _child(cases)["scores"] == expected, planted
+
+
+ALONE = """
+import json, sys
+from rewardsmith.tools.reasoning_gym import _restore_tuples, _score_fn
+name, path = sys.argv[1], sys.argv[2]
+entry = json.load(open(path))
+entry = {**entry, "metadata": _restore_tuples(name, entry.get("metadata") or {})}
+score = _score_fn(name, "null")
+print(json.dumps([float(score(entry["answer"], entry)), float(score("nonsense", entry))]))
+"""
+
+
+@pytest.mark.slow
+def test_every_dataset_scores_the_same_alone(tmp_path: Path) -> None:
+    # Each dataset in a fresh process of its own (~1 min for ~100): its scorer, built from
+    # its module alone, scores its gold answer and a wrong one as the whole package's does.
+    _child(_cases(tmp_path)[0])  # stores the index
+    differ = []
+    for name in sorted(reasoning_gym.factory.DATASETS):
+        try:
+            item = reasoning_gym.create_dataset(name, size=1, seed=1)[0]
+            score = reasoning_gym.get_score_answer_fn(name)
+            expected = [float(score(item["answer"], item)), float(score("nonsense", item))]
+        except Exception:  # composite needs a config; a scorer may refuse a word
+            continue
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(item, default=list))
+        done = subprocess.run(
+            [sys.executable, "-c", ALONE, name, str(path)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            timeout=300,
+        )
+        got = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else done.stderr
+        if got != expected:
+            differ.append((name, expected, got))
+    assert differ == []

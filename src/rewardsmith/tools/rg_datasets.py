@@ -216,7 +216,7 @@ def _pending_package(name: str) -> None:
         raise ModuleNotFoundError(f"No package named {name!r}")
     package = importlib.util.module_from_spec(spec)
 
-    def __getattr__(attr: str) -> Any:  # noqa: N807 (the module attribute hook's name)
+    def __getattr__(attr: str) -> Any:  # the module attribute hook (PEP 562)
         if attr.startswith("__") and attr != "__version__" and attr != "__all__":
             raise AttributeError(attr)  # probes (`__wrapped__`...) do not import everything
         if importlib.util.find_spec(f"{name}.{attr}") is not None:
