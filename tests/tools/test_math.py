@@ -9,6 +9,8 @@ import json
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -418,3 +420,18 @@ def test_tool_spec_default() -> None:
     assert MathTool(workers=0).spec == ToolSpec(
         name="math", domains=("math",), reference_format="latex", ref_format="latex"
     )
+
+
+# Where math-verify is imported: a process that only hands groups to workers (a routed
+# `score`) never pays for it; one that scores in process imports it when the tool is built.
+IMPORTS = [(2, False), (0, True)]
+
+
+@pytest.mark.parametrize(("workers", "imported"), IMPORTS)
+def test_math_verify_is_imported_where_the_tool_scores(workers: int, imported: bool) -> None:
+    code = (
+        "import sys; from rewardsmith.tools.math import MathTool; "
+        f"MathTool(workers={workers}); print('math_verify' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(imported)

@@ -28,7 +28,8 @@ Language identification is py3langid (a maintained fork of langid.py, Lui & Bald
 a naive Bayes model over byte n-grams, 97 languages, its model ships inside the 4.6 MB
 wheel, no download): ~0.1-0.3 ms per sentence, 98.6% right on WMT23 de/en lines and 93% on
 their first five words. lingua (96 MB wheel) and fasttext-langdetect (model download) were
-too large or not offline. The detector is restricted to `LANGUAGES`, and pairs it confuses
+too large or not offline. Its model is inflated once and kept in `langid_model`'s cache.
+The detector is restricted to `LANGUAGES`, and pairs it confuses
 on short text count as one language (`_LANGUAGE_GROUP`), so a Spanish answer to a Spanish
 question is never read as a translation into Galician.
 
@@ -44,6 +45,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from rewardsmith.router.langid_model import load_identifier
 
 # Characters of a prompt or reference the language checks read: a sentence or two decides
 # the language, and the detector's cost grows with the text.
@@ -254,9 +257,7 @@ class _Detector:
     def get(cls) -> Any:
         with cls._lock:
             if cls._identifier is None:
-                from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-                ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+                ident = load_identifier(norm_probs=True)  # inflated once, then cached
                 ident.set_languages([lang for lang in LANGUAGES if lang in ident.labels])
                 cls._identifier = ident
             return cls._identifier

@@ -49,8 +49,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from math_verify import parse, verify
-
 from rewardsmith.answers import hedge_reason
 from rewardsmith.config import clip_tail
 from rewardsmith.errors import ConfigError, InvalidReferenceError
@@ -123,6 +121,26 @@ def default_workers() -> int:
     return min(2, cpus)
 
 
+def _math_verify() -> Any:
+    """math-verify (with sympy and its LaTeX grammar, ~1 s to import), imported where it runs:
+    a tool that scores in its own process imports it when built (never inside a step's
+    deadline), a worker when it builds its tool; a process that only hands groups to
+    workers (a routed `score`) never imports it."""
+    import math_verify
+
+    return math_verify
+
+
+def parse(text: str, **kwargs: Any) -> Any:
+    """math-verify's `parse` (see `_math_verify`)."""
+    return _math_verify().parse(text, **kwargs)
+
+
+def verify(gold: Any, answer: Any, **kwargs: Any) -> bool:
+    """math-verify's `verify` (see `_math_verify`)."""
+    return bool(_math_verify().verify(gold, answer, **kwargs))
+
+
 def _parse(text: str) -> list[Any]:
     return list(parse(text, parsing_timeout=None))
 
@@ -193,6 +211,8 @@ class MathTool(AnswerVerifier):
         self.timeout_seconds = float(timeout_seconds)
         self.step_timeout = self.timeout_seconds
         self.workers = workers
+        if workers == 0:  # it scores here: import it now, outside any step's deadline
+            _math_verify()
         self._lock = threading.Lock()
         self._pool: VerifierPool | None = None
 

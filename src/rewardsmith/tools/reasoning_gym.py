@@ -51,6 +51,7 @@ from rewardsmith.answers import (
     split_for,
 )
 from rewardsmith.errors import ConfigError, InvalidReferenceError
+from rewardsmith.tools import rg_datasets
 from rewardsmith.tools.base import AnswerVerifier, Verdict, make_reward
 from rewardsmith.types import Reward, ToolSpec
 
@@ -69,34 +70,19 @@ _TUPLE_GRID_FIELDS: Mapping[str, tuple[str, ...]] = {
 }
 
 
-def _reasoning_gym() -> Any:
-    # Imported on first use: importing reasoning_gym loads all its ~100 datasets (~1 s).
-    # It is a core dependency of rewardsmith, so a missing package is a broken install.
-    import reasoning_gym
-
-    return reasoning_gym
-
-
-def _registered() -> Mapping[str, Any]:
-    _reasoning_gym()
-    from reasoning_gym.factory import DATASETS
-
-    registered: Mapping[str, Any] = DATASETS
-    return registered
-
-
 @lru_cache(maxsize=256)
 def _score_fn(name: str, config_json: str) -> ScoreFn:
-    """The scorer of dataset `name`, built once per (name, config).
+    """The scorer of dataset `name`, built once per (name, config), from the dataset's own
+    module (`rg_datasets`: not the whole of reasoning-gym).
 
     Module-level cache rather than a tool attribute, so tools stay cheap to pickle into
     worker processes.
     """
-    rg = _reasoning_gym()
+    factory = rg_datasets.factory_for(name)
     if config_json == "null":
-        fn: ScoreFn = rg.get_score_answer_fn(name)
+        fn: ScoreFn = factory.get_score_answer_fn(name)
         return fn
-    dataset = rg.create_dataset(name, **json.loads(config_json))
+    dataset = factory.create_dataset(name, **json.loads(config_json))
     score_answer: ScoreFn = dataset.score_answer
     return score_answer
 
@@ -155,7 +141,7 @@ def parse_rg_reference(reference: str) -> RGReference:
             f"reasoning-gym entry of {name!r} needs an 'answer' that is a string or null, "
             f"got {entry.get('answer', '<missing>')!r}"
         )
-    if name not in _registered():
+    if not rg_datasets.is_registered(name):
         raise InvalidReferenceError(
             f"unknown reasoning-gym dataset {name!r}; see reasoning_gym.factory.DATASETS"
         )
