@@ -5,6 +5,7 @@ and an explicitly requested `--backend llm` that cannot be used: exit 2, unless
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -24,7 +25,13 @@ def route(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
         capture_output=True,
         text=True,
         timeout=300,
-        env={"REWARDSMITH_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", **(env or {})},
+        env={
+            "REWARDSMITH_HOME": str(tmp_path / "home"),
+            # the session's exported router model (conftest), not an export per test
+            "REWARDSMITH_MODEL_CACHE": os.environ["REWARDSMITH_MODEL_CACHE"],
+            "PATH": "/usr/bin:/bin",
+            **(env or {}),
+        },
     )
 
 

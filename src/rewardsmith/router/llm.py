@@ -87,6 +87,28 @@ def decision_schema(tool_names: list[str]) -> dict[str, Any]:
     }
 
 
+def open_llm_client(client: LLMClient | None, *, strict: bool) -> LLMClient | None:
+    """The client the LLM backend routes with: `client`, else one configured from the
+    environment. `strict` (no `--fallback embedded`): no endpoint (`ConfigError`), or one that
+    cannot be reached or refuses the key (`LLMError`), raises; otherwise None with a warning
+    (the embedded backend routes). Called before any model loads, so a bad configuration
+    fails in a moment."""
+    if client is None:
+        try:
+            client = LLMClient()
+        except ConfigError as exc:
+            if strict:
+                raise ConfigError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
+            log.warning("router: %s; using the embedded backend", exc)
+            return None
+    if strict:
+        try:
+            client.check()
+        except LLMError as exc:
+            raise LLMError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
+    return client
+
+
 class LLMBackend:
     """Decides with an LLM; see the module docstring. `client` defaults to one built from
     the environment (`rewardsmith.llm.client`).
@@ -104,25 +126,13 @@ class LLMBackend:
         client: LLMClient | None = None,
         *,
         strict: bool = False,
+        opened: bool = False,
     ) -> None:
         self.library = library
         self.fallback = fallback
-        self.client: LLMClient | None = client
+        self.client = client if opened else open_llm_client(client, strict=strict)
         self.strict = strict
-        self.down = False
-        if self.client is None:
-            try:
-                self.client = LLMClient()
-            except ConfigError as exc:
-                if strict:
-                    raise ConfigError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
-                log.warning("router: %s; using the embedded backend", exc)
-                self.down = True
-        if strict and self.client is not None:
-            try:
-                self.client.check()
-            except LLMError as exc:
-                raise LLMError(f"router backend llm: {exc}; {FALLBACK_HINT}") from None
+        self.down = self.client is None
         self.schema_style = "json_schema"
         self.tools = {c.spec.name: c for c in fallback.candidates}
 

@@ -152,13 +152,15 @@ class Router:
         if threshold is not None:
             self.state.threshold = threshold
         self.backend_name = backend
+        if backend == "llm":  # a bad endpoint fails before the embedding model loads
+            from rewardsmith.router.llm import LLMBackend, open_llm_client
+
+            llm_client = open_llm_client(llm_client, strict=not llm_fallback)
         self.embedded = self._embedded_backend(backend, embedder)
         self.llm: LLMBackend | None = None
         if backend == "llm":
-            from rewardsmith.router.llm import LLMBackend
-
             self.llm = LLMBackend(
-                self.library, self.embedded, client=llm_client, strict=not llm_fallback
+                self.library, self.embedded, llm_client, strict=not llm_fallback, opened=True
             )
         self._content = ContentCache()
         self._groups: OrderedDict[str, Decision] = OrderedDict()  # group key -> decision
