@@ -21,7 +21,7 @@ import pytest
 from rewardsmith import plaintext
 from rewardsmith.rl import answers
 from rewardsmith.rm import corpora, data, pairsets
-from rewardsmith.router import content, features
+from rewardsmith.router import content, features, language, options
 from rewardsmith.search import generator, llm_generator, loop, response_pool, results
 from rewardsmith.synth import codeverify_llm, session
 from rewardsmith.types import Sample
@@ -42,6 +42,8 @@ CHEAP_S_PER_CHAR = 10e-6
 MODULES: tuple[ModuleType, ...] = (
     features,
     content,
+    options,
+    language,
     answers,
     response_pool,
     pairsets,
@@ -182,8 +184,8 @@ FEATURE_CHEAP = 0.5e-6
 ROUTER_FUNCTIONS: dict[str, Callable[[str], object]] = {
     "reference_format": features.reference_format,
     "markers": features.markers,
-    "parse_options": content.parse_options,
-    "reference_label": content.reference_label,
+    "parse_options": options.parse_options,
+    "reference_label": options.reference_label,
     "math_notation": content.math_notation,
     "word_problem": content.word_problem,
     "completion_fit(number)": lambda t: content.completion_fit("number", t),

@@ -8,15 +8,10 @@ import json
 
 import pytest
 
-from rewardsmith.router.content import (
-    completion_fit,
-    language_evidence,
-    math_notation,
-    parse_options,
-    reference_label,
-    rg_entry_readable,
-)
+from rewardsmith.router.content import completion_fit, math_notation, rg_entry_readable
 from rewardsmith.router.features import reference_format, sample_features
+from rewardsmith.router.language import language_evidence
+from rewardsmith.router.options import parse_options, reference_label
 from rewardsmith.types import Sample
 
 OPTION_CASES = [

@@ -8,8 +8,8 @@ import pytest
 
 from rewardsmith import Library, Sample
 from rewardsmith.router import Router
-from rewardsmith.router.content import parse_options
 from rewardsmith.router.features import reference_format, sample_format
+from rewardsmith.router.options import parse_options
 
 pytestmark = pytest.mark.usefixtures("embedder")
 

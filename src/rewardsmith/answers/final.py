@@ -69,7 +69,7 @@ LATIN_TWINS = "ABCEHIJKMOPSTXYaeijoopcxysdhlABEZHIKMNOPTYXo"
 def reader_table(drop=True):
     """The `str.translate` table of `clean`; `drop=False`: without the deletions, so that
     every character keeps its place (`lookalikes_mapped`)."""
-    table = {ord(ch): None for ch in INVISIBLE} if drop else {}
+    table: dict[int, str | None] = {ord(ch): None for ch in INVISIBLE} if drop else {}
     table.update({ord(ch): " " for ch in SPACES})
     table.update({ord(a): b for a, b in zip(LOOKALIKES, LATIN_TWINS, strict=True)})
     # full-width ASCII (U+FF01..U+FF5E) is ASCII drawn wide

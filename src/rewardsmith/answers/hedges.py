@@ -203,7 +203,8 @@ def is_number_comma(text, i):
         return False
     if text[i + 1 : i + 2].isdigit():
         return True
-    j = LATEX_SPACING.match(text, i + 1, i + 12).end()
+    spacing = LATEX_SPACING.match(text, i + 1, i + 12)  # `*`: it always matches
+    j = spacing.end() if spacing else i + 1
     return (
         j > i + 1
         and "\\" in text[i + 1 : j]
@@ -380,7 +381,7 @@ def listed_above(text, start):
     if not shape:
         return []
     lines = text[:start].rstrip("\n").split("\n")[-LIST_LINES:]
-    out = []
+    out: list[str] = []
     for line in reversed(lines):
         if line_shape(line) != shape:
             break

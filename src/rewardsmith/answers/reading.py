@@ -73,7 +73,7 @@ WRAPPERS = ("**", "__", "`", '"', "'", "*")
 def json_answer(text):
     """The "answer" field of the last JSON object in `text` that has one, as text, or None."""
     decoder = json.JSONDecoder()
-    starts = []
+    starts: list[int] = []
     pos = text.rfind("{")
     while pos >= 0 and len(starts) < JSON_STARTS:
         starts.append(pos)
@@ -140,7 +140,7 @@ def under_heading(text):
     is then one answer that matches no single reference, never its last line alone."""
     end = len(text.rstrip())
     lines = text[max(0, end - HEADING_CHARS) : end].split("\n")[-HEADING_LINES:]
-    below = []
+    below: list[str] = []
     for line in reversed(lines):
         if not line.strip():
             return None

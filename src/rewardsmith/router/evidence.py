@@ -16,14 +16,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rewardsmith.router.content import (
-    LanguageEvidence,
-    completion_fit,
-    language_evidence,
-    math_notation,
-    prompt_language,
-    word_problem,
-)
+from rewardsmith.router.content import completion_fit, math_notation, word_problem
 from rewardsmith.router.features import (
     MAX_FEATURE_CHARS,
     NON_LATIN_LIMIT,
@@ -31,6 +24,7 @@ from rewardsmith.router.features import (
     markers,
     prompt_parts,
 )
+from rewardsmith.router.language import LanguageEvidence, language_evidence, prompt_language
 from rewardsmith.types import Sample
 
 # For a reference of each format, the tool formats that can read it and whose answer form

@@ -22,13 +22,8 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rewardsmith.router.content import (
-    Options,
-    label_in_options,
-    parse_options,
-    reference_label,
-    rg_entry_readable,
-)
+from rewardsmith.router.content import rg_entry_readable
+from rewardsmith.router.options import Options, label_in_options, parse_options, reference_label
 from rewardsmith.types import REF_FORMATS, RefFormat, Sample, ToolSpec
 
 # Regexes run on clipped text: a megabyte prompt must not cost seconds per sample. Each one is
