@@ -1,23 +1,19 @@
 """The reward server under RL-style load, against in-process `score` on the same batches.
 
-Load comes from separate processes on loopback: 64 concurrent clients (4 processes x 16
-asyncio clients), each posting batches of 64 GSM8K samples (test-set solutions, every third
-with a wrong final number) for 60 s and checking every reward against the in-process value.
+Load: 64 clients in 4 processes on loopback post batches of 64 GSM8K samples (test-set
+solutions, every third with a wrong final number) for 60 s; every reward is checked.
 Printed: rewards/s, p50/p99 latency, failed and lost requests (a non-200 after retries, a
 missing or different reward), 503s retried, and both ratios of the same run: server
 rewards/s over in-process rewards/s (`Scorer.score` on the same batches in this process: the
 median of one-second windows before and after the load, as other work on a shared machine
-comes and goes; target >= 0.8), and the server's CPU time per reward (its event loop and its
-workers) over in-process scoring's (target <= 1.5). Then again with one hanging sample in
-every batch (a tool that sleeps forever on it): that sample must come back `timeout` at the
-deadline and the other 63 with their in-process values.
+comes and goes; target >= 0.8), and the server's CPU time per reward (event loop and workers)
+over in-process scoring's (target <= 1.5). Then with one hanging sample in every batch: it
+must come back `timeout` at the deadline and the other 63 with their in-process values.
 
     python bench/bench_server.py [--seconds 60] [--clients 64] [--workers 2]
 
-The machine's load (`uptime`) is printed: on a shared machine the ratio moves with it. So
-is how the scoring workers spent the run (/proc/PID/schedstat): running, waiting for a CPU
-(other work on the machine), or waiting for work (the server's own overhead: a worker with
-nothing to do while requests wait).
+Also printed: the machine's load (the ratios move with it) and how the workers spent the run
+(/proc/PID/schedstat): running, waiting for a CPU, or waiting for work (the server's overhead).
 """
 
 from __future__ import annotations
