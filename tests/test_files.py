@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from rewardsmith.errors import InputError
-from rewardsmith.files import append_line, atomic_write, is_regular, read_json, read_text
+from rewardsmith.files import (
+    append_line,
+    atomic_write,
+    is_regular,
+    read_json,
+    read_text,
+    read_verified,
+    write_verified,
+)
 
 
 @pytest.fixture
@@ -111,3 +119,24 @@ def test_saving_aside_replaces_planted_symlinks(tmp_path: Path, outside: Path) -
         folder / "config.json"
     ).is_symlink()
     assert sorted(p.name for p in folder.iterdir()) == ["config.json", "keep.txt"]
+
+
+@pytest.mark.parametrize(
+    "damage", ["flip a byte", "truncate", "drop the digest", "swap the digest"]
+)
+def test_a_verified_file_is_refused_once_damaged(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "model.bin"
+    write_verified(path, b"weights" * 100)
+    assert read_verified(path, 10_000) == b"weights" * 100
+    digest = tmp_path / "model.bin.sha256"
+    if damage == "flip a byte":
+        path.write_bytes(b"Weights" + b"weights" * 99)
+    elif damage == "truncate":
+        path.write_bytes(b"weights" * 99)
+    elif damage == "drop the digest":
+        digest.unlink()
+    else:
+        write_verified(tmp_path / "other.bin", b"other")
+        digest.write_text((tmp_path / "other.bin.sha256").read_text())
+    with pytest.raises((InputError, OSError)):
+        read_verified(path, 10_000)

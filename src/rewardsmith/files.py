@@ -27,6 +27,7 @@ what is refused is what a folder's content can redirect.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -182,6 +183,31 @@ def atomic_write(path: str | Path, data: str | bytes, *, root: str | Path | None
     finally:
         os.close(dir_fd)
     return path
+
+
+def write_verified(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path`, then its SHA-256 beside it (`PATH.sha256`), both atomically: a
+    reader (`read_verified`) trusts the file only once both exist and agree (caches of derived
+    files: a model export, an inflated model)."""
+    path = Path(path)
+    atomic_write(path, data)
+    atomic_write(_digest_path(path), hashlib.sha256(data).hexdigest())
+
+
+def read_verified(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes `write_verified` wrote to `path` (a regular file of at most `max_bytes`).
+    Raises `InputError` (or `OSError`) when it or its digest cannot be read, and `InputError`
+    when they do not agree: a damaged, truncated or swapped file is never used."""
+    path = Path(path)
+    data = read_bytes(path, max_bytes)
+    expected = read_text(_digest_path(path)).strip()
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise InputError(f"{path} does not match its digest")
+    return data
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
 
 
 def open_append(path: str | Path) -> int:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rewardsmith.config import model_cache_dir
 from rewardsmith.errors import InputError
-from rewardsmith.files import atomic_write, read_bytes, read_text
+from rewardsmith.files import read_text, read_verified, write_verified
 from rewardsmith.models.loading import load_model, load_tokenizer, quiet_transformers
 
 if TYPE_CHECKING:
@@ -176,26 +176,20 @@ def _export(model_dir: Path, max_tokens: int) -> bytes:
 
 def _read_verified(folder: Path) -> bytes | None:
     """The stored model's bytes when they match the digest written beside them, else None."""
-    path, digest_path = folder / "model.onnx", folder / "model.onnx.sha256"
+    path = folder / "model.onnx"
     if not path.exists():
         return None
     try:
-        data = read_bytes(path, MAX_MODEL_BYTES)
-        expected = read_text(digest_path).strip()
+        return read_verified(path, MAX_MODEL_BYTES)
     except (InputError, OSError) as exc:
-        log.warning("ONNX encoder %s unreadable (%s); exporting again", path, exc)
+        log.warning("ONNX encoder not used (%s); exporting again", exc)
         return None
-    if hashlib.sha256(data).hexdigest() != expected:
-        log.warning("ONNX encoder %s does not match its digest; exporting again", path)
-        return None
-    return data
 
 
 def _store(folder: Path, model_bytes: bytes) -> None:
     """Write the model, then its digest (a reader trusts the model only once both exist)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / "model.onnx", model_bytes)
-        atomic_write(folder / "model.onnx.sha256", hashlib.sha256(model_bytes).hexdigest())
+        write_verified(folder / "model.onnx", model_bytes)
     except (InputError, OSError) as exc:  # a read-only home: the next start exports again
         log.warning("ONNX encoder not stored (%s)", exc)

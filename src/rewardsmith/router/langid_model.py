@@ -30,7 +30,7 @@ from typing import Any
 
 from rewardsmith.config import home_dir
 from rewardsmith.errors import InputError
-from rewardsmith.files import atomic_write, read_bytes, read_text
+from rewardsmith.files import read_bytes, read_verified, write_verified
 
 log = logging.getLogger(__name__)
 
@@ -93,15 +93,10 @@ def _from_inflated(raw: bytes, norm_probs: bool) -> Any:
 def _read(path: Path) -> bytes | None:
     """The stored bytes when they match the digest beside them, else None (logged)."""
     try:
-        raw = read_bytes(path, MAX_MODEL_BYTES)
-        expected = read_text(path.with_suffix(".sha256")).strip()
+        return read_verified(path, MAX_MODEL_BYTES)
     except (InputError, OSError) as exc:
-        log.warning("router: language model cache %s unreadable (%s)", path, exc)
+        log.warning("router: language model cache not used (%s)", exc)
         return None
-    if hashlib.sha256(raw).hexdigest() != expected:
-        log.warning("router: language model cache %s does not match its digest", path)
-        return None
-    return raw
 
 
 def _store(path: Path, model_path: Path, identifier: Any, norm_probs: bool) -> None:
@@ -119,8 +114,7 @@ def _store(path: Path, model_path: Path, identifier: Any, norm_probs: bool) -> N
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, raw)
-        atomic_write(path.with_suffix(".sha256"), hashlib.sha256(raw).hexdigest())
+        write_verified(path, raw)
     except (InputError, OSError) as exc:  # a read-only home: the next start inflates again
         log.warning("router: language model cache not written (%s)", exc)
 
