@@ -179,6 +179,7 @@ def test_math_hedges_score_zero(math_tool: MathTool, completion: str, reference:
         # thousands separators beside an equation, for a one-valued reference
         ("x = 1,000", "1000"),
         ("So we get $x = 1,000$.", "1000"),
+        ("It is 1,000\\sqrt{2}.", "1000\\sqrt{2}"),
     ],
 )
 def test_math_answers_with_several_values_stay_right(

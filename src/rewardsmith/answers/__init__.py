@@ -35,6 +35,7 @@ from rewardsmith.answers.hedges import (
     read_answers,
     same_key,
     split_for,
+    split_top_level,
     value_run,
 )
 from rewardsmith.answers.reading import read_final, same_after_sentence_end
@@ -61,6 +62,7 @@ __all__ = [
     "same_after_sentence_end",
     "same_key",
     "split_for",
+    "split_top_level",
     "value_run",
     "visible",
     "without_prompt_copies",

@@ -45,7 +45,7 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -139,6 +139,13 @@ def parse(text: str, **kwargs: Any) -> Any:
 def verify(gold: Any, answer: Any, **kwargs: Any) -> bool:
     """math-verify's `verify` (see `_math_verify`)."""
     return bool(_math_verify().verify(gold, answer, **kwargs))
+
+
+def _read_prose(reading: MathReading) -> list[Any]:
+    """What a prose reading answers: its final expression read whole as LaTeX when it holds
+    undelimited LaTeX ("3\\sqrt{13}", "\\sqrt{51}/\\frac{14}{3}"), else math-verify's reading."""
+    latex = prose_latex(reading)
+    return (_parse(latex) if latex is not None else []) or _parse(reading.text)
 
 
 def _parse(text: str) -> list[Any]:
@@ -249,10 +256,7 @@ class MathTool(AnswerVerifier):
             return MathAnswer([], reading) if reading.groups else None
         if not prose_answer_stands(reading):
             return None
-        # undelimited LaTeX read whole ("3\\sqrt{13}", "\\sqrt{51}/\\frac{14}{3}"), else
-        # math-verify's reading
-        latex = prose_latex(reading)
-        answer = (_parse(latex) if latex is not None else []) or _parse(reading.text)
+        answer = _read_prose(reading)
         if not answer:
             return None
         return MathAnswer(answer, reading)
@@ -301,7 +305,10 @@ class MathTool(AnswerVerifier):
         """Whether the prose's last line, its thousands separators dropped, is the answer
         ("So we get $x = 1,000$." for 1000)."""
         plain = without_thousands(answer.reading.final_line)
-        return plain is not None and bool(verify(gold, _parse(plain), timeout_seconds=None))
+        if plain is None:
+            return False
+        reading = replace(answer.reading, text=plain, final_line=plain)
+        return bool(verify(gold, _read_prose(reading), timeout_seconds=None))
 
     def _matches(self, gold: Any, latex: str) -> bool:
         return bool(verify(gold, _parse(latex), timeout_seconds=None))

@@ -38,6 +38,7 @@ from rewardsmith.answers import (
     marked_answers,
     negated,
     same_key,
+    split_top_level,
 )
 
 # More distinct candidates than this is a hedge whatever they are: none is parsed.
@@ -236,18 +237,11 @@ def prose_latex(reading: MathReading) -> str | None:
 
 
 def _last_clause(expression: str) -> str:
-    """The part of `expression` after its last comma or semicolon outside brackets, or after
-    its last short word of a sentence ("so", "is"), without leading words: in "\\sqrt{4} = 2, x = 2" the answer is "x = 2"; "\\left(3, \\pi\\right)"
-    stays whole."""
-    depth, cut = 0, -1
-    for i, char in enumerate(expression):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char in ",;" and depth == 0:
-            cut = i
-    clause = expression[cut + 1 :]
+    """The last of `expression`'s top-level pieces (`split_top_level`: cut at commas outside
+    brackets and numbers, ";", "and", ...), after its last short word of a sentence ("so",
+    "is"), without leading words: in "\\sqrt{4} = 2, x = 2" the answer is "x = 2";
+    "\\left(3, \\pi\\right)" and "1,000\\sqrt{2}" stay whole."""
+    clause = split_top_level(expression)[-1]
     words = list(_SHORT_WORD.finditer(clause))  # "x^2 = 4 so x = \\pm 2"
     if words:
         clause = clause[words[-1].end() :]
