@@ -57,7 +57,6 @@ from rewardsmith.llm.local_server import local_llama_server, smollm2_gguf
 ARMS = ("routed", "static_rm", "judge", "oracle")
 NEW_FAMILIES = ("sort_numbers", "clock", "word_reversal")
 STATIC_RM = "static_rm"
-SERVER_START_S = 120
 
 
 @dataclass(frozen=True)
@@ -261,9 +260,7 @@ def judge_server(url: str | None, threads: int) -> Iterator[tuple[str | None, st
     gguf = smollm2_gguf()
     with ExitStack() as stack:
         try:
-            server = stack.enter_context(
-                local_llama_server(gguf, threads=threads, start_seconds=SERVER_START_S)
-            )
+            server = stack.enter_context(local_llama_server(gguf, threads=threads))
         except (MissingDependencyError, LLMError) as exc:
             yield None, f"no judge server: {exc} (.ci/run builds llama-cpp-python; or --judge-url)"
             return
